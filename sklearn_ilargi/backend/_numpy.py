@@ -1,0 +1,192 @@
+"""CPU backend: numpy for dense arrays, scipy.sparse for sparse ones.
+
+A *row map* here is any object with ``indices`` (integer array of length n_target with ``-1``
+for "no row", or ``None`` for the identity), ``n_source``, ``n_target``, ``has_missing`` and a
+``cached(key, factory)`` method; see :class:`sklearn_ilargi.normalized.RowMap`.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+name = "cpu"
+xp = np
+
+
+def is_sparse(a):
+    return sp.issparse(a)
+
+
+def asarray(a, dtype=None):
+    if sp.issparse(a):
+        return a.astype(dtype) if dtype is not None and a.dtype != dtype else a
+    return np.asarray(a, dtype=dtype)
+
+
+def to_numpy(a):
+    """Host copy of ``a`` (a no-op on the CPU)."""
+    return a
+
+
+def from_numpy(a):
+    """This backend's copy of a host array or scipy.sparse matrix (a no-op on the CPU)."""
+    return a
+
+
+def to_dense(a):
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
+def as_csr(a, dtype):
+    return sp.csr_matrix(a, dtype=dtype)
+
+
+def all_finite(a):
+    data = a.data if sp.issparse(a) else a
+    return bool(np.isfinite(data).all())
+
+
+def gather_rows(z, row_map):
+    """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``."""
+    if row_map.indices is None:
+        return z
+    if row_map.has_missing:
+        # Index -1 picks the appended zero row.
+        z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
+    return np.take(z, row_map.indices, axis=0)
+
+
+def _transposed_indicator(row_map, dtype):
+    """``I.T`` as CSC (n_source x n_target): shares the row map, built without sorting."""
+
+    def build():
+        indices = row_map.indices
+        if row_map.has_missing:
+            present = indices >= 0
+            indptr = np.concatenate([[0], np.cumsum(present)]).astype(indices.dtype)
+            indices = indices[present]
+        else:
+            indptr = np.arange(row_map.n_target + 1, dtype=indices.dtype)
+        data = np.ones(len(indices), dtype=dtype)
+        return sp.csc_matrix((data, indices, indptr), shape=(row_map.n_source, row_map.n_target))
+
+    return row_map.cached(("csc", np.dtype(dtype).str), build)
+
+
+def scatter_add_rows(y, row_map, weights=None):
+    """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
+
+    ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``.
+    """
+    if row_map.indices is None:
+        return scale_rows(y, weights)
+    dtype = np.result_type(y.dtype, np.float32)
+    it = _transposed_indicator(row_map, dtype)
+    if weights is not None:
+        data = weights[row_map.indices >= 0] if row_map.has_missing else weights
+        it = sp.csc_matrix((np.asarray(data, dtype=dtype), it.indices, it.indptr), shape=it.shape)
+    return it @ y
+
+
+def counts(row_map, weights=None, dtype=np.float64):
+    """How many (or how much weight of) target rows each source row feeds."""
+    if row_map.indices is None:
+        return np.ones(row_map.n_target, dtype) if weights is None else weights.astype(dtype)
+    if weights is None:
+        weights = np.ones(row_map.n_target, dtype)
+    return np.asarray(scatter_add_rows(weights.astype(dtype, copy=False), row_map))
+
+
+def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64):
+    """``I_a.T @ diag(weights) @ I_b`` as a CSR matrix (n_a x n_b)."""
+    ia = _explicit(row_map_a)
+    ib = _explicit(row_map_b)
+    both = (ia >= 0) & (ib >= 0)
+    data = np.ones(int(both.sum()), dtype) if weights is None else weights[both].astype(dtype)
+    return sp.coo_matrix(
+        (data, (ia[both], ib[both])), shape=(row_map_a.n_source, row_map_b.n_source)
+    ).tocsr()
+
+
+def _explicit(row_map):
+    if row_map.indices is None:
+        return np.arange(row_map.n_target)
+    return row_map.indices
+
+
+def scale_rows(y, weights):
+    if weights is None:
+        return y
+    if sp.issparse(y):
+        return sp.diags_array(weights) @ y
+    return y * (weights if y.ndim == 1 else weights[:, None])
+
+
+def dot(a, b):
+    """``a @ b`` for any mix of dense and sparse operands, as a dense array."""
+    if sp.issparse(a) and sp.issparse(b):
+        return (a @ b).toarray()
+    if sp.issparse(b):
+        return np.asarray((b.T @ a.T).T)
+    return np.asarray(a @ b)
+
+
+def weighted_gram(s, weights=None):
+    """``s.T @ diag(weights) @ s`` as a dense array."""
+    return dot(s.T, scale_rows(s, weights))
+
+
+def column_sums(s, weights=None):
+    """Column sums of ``diag(weights) @ s``."""
+    if weights is None:
+        return np.asarray(s.sum(axis=0)).ravel()
+    return np.asarray(dot(weights[None, :], s)).ravel()
+
+
+def row_sums(s):
+    return np.asarray(s.sum(axis=1)).ravel()
+
+
+def row_sums_of_squares(s):
+    if sp.issparse(s):
+        return np.asarray(s.multiply(s).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", s, s)
+
+
+def take_columns(s, columns):
+    return s[:, columns]
+
+
+def scale_columns(s, factors):
+    if sp.issparse(s):
+        return (s @ sp.diags_array(factors)).tocsr()
+    return s * factors
+
+
+def map_values(s, func):
+    """``func`` on every stored value (``func(0) == 0`` keeps sparse zeros exact)."""
+    if sp.issparse(s):
+        out = s.copy()
+        out.data = np.asarray(func(out.data))
+        return out
+    return np.asarray(func(s))
+
+
+def gather_sparse_rows(s, row_map):
+    """``I @ s`` as CSR, for a sparse or dense ``s``."""
+    s = sp.csr_matrix(s)
+    if row_map.indices is None:
+        return s
+    return (_transposed_indicator(row_map, s.dtype).T @ s).tocsr()
+
+
+def placement(columns, n_columns, dtype):
+    """``P.T`` (c_b x c_T, CSR): moves a block's columns to their target columns."""
+    c = len(columns)
+    return sp.csr_matrix(
+        (np.ones(c, dtype), (np.arange(c), np.asarray(columns))), shape=(c, n_columns)
+    )
+
+
+def add_at_columns(out, columns, values):
+    """``out[:, columns] += values`` (``columns`` has no repeats)."""
+    out[:, columns] += values

@@ -1,0 +1,58 @@
+"""Find the backend module for a name or for an array."""
+
+import importlib
+from functools import lru_cache
+
+_MODULES = {"cpu": "._numpy", "gpu": "._cupy"}
+
+
+def get_backend(name):
+    """Return the backend module called ``name`` ("cpu" or "gpu").
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    RuntimeError
+        For "gpu" when CuPy or a CUDA device is missing; the message says which.
+    """
+    if name not in _MODULES:
+        raise ValueError(f"Unknown backend {name!r}; expected one of {sorted(_MODULES)}.")
+    if name == "gpu":
+        reason = _gpu_unavailable_reason()
+        if reason:
+            raise RuntimeError(f"backend='gpu' is not usable here: {reason}.")
+    return importlib.import_module(_MODULES[name], __package__)
+
+
+def backend_of(array):
+    """Return the backend module whose arrays ``array`` is (CuPy arrays -> gpu, else cpu)."""
+    module = type(array).__module__
+    if module.startswith(("cupy", "cupyx")):
+        return get_backend("gpu")
+    return get_backend("cpu")
+
+
+def gpu_available():
+    """Whether CuPy imports and sees at least one CUDA device."""
+    return _gpu_unavailable_reason() is None
+
+
+def available_backends():
+    """Names of the backends usable on this machine, CPU first."""
+    return ["cpu", "gpu"] if gpu_available() else ["cpu"]
+
+
+@lru_cache(maxsize=1)
+def _gpu_unavailable_reason():
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install 'sklearn-ilargi[gpu]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDA driver missing or broken
+        return f"CuPy found no usable CUDA device ({exc})"
+    if count == 0:
+        return "CuPy found no CUDA device"
+    return None

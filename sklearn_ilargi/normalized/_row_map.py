@@ -1,0 +1,116 @@
+"""The indicator matrix ``I_k`` (n_target x n_source), stored as a row map."""
+
+import numpy as np
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def index_dtype(n):
+    """int32 when indices below ``n`` fit, int64 beyond."""
+    return np.int32 if n < _INT32_MAX else np.int64
+
+
+class RowMap:
+    """For each target row, the source row that feeds it, or ``-1`` for none.
+
+    Parameters
+    ----------
+    indices : ndarray of int or None
+        Length ``n_target``; ``None`` means the identity (``n_target == n_source``).
+    n_source : int
+        Number of rows of the source.
+    n_target : int, optional
+        Needed only for the identity.
+    has_missing : bool, optional
+        Whether ``indices`` holds a ``-1``; computed when not given.
+    """
+
+    __slots__ = ("indices", "n_source", "n_target", "has_missing", "_cache")
+
+    def __init__(self, indices, n_source, *, n_target=None, has_missing=None):
+        self.indices = indices
+        self.n_source = int(n_source)
+        if indices is None:
+            self.n_target = self.n_source if n_target is None else int(n_target)
+            self.has_missing = False
+        else:
+            self.n_target = int(indices.shape[0])
+            self.has_missing = bool((indices < 0).any()) if has_missing is None else has_missing
+        self._cache = {}
+
+    @classmethod
+    def identity(cls, n):
+        return cls(None, n, n_target=n)
+
+    @property
+    def is_identity(self):
+        return self.indices is None
+
+    def cached(self, key, factory):
+        """Helper data that a backend derives once from this map (an ``I.T`` CSC, say)."""
+        if key not in self._cache:
+            self._cache[key] = factory()
+        return self._cache[key]
+
+    def present(self):
+        """Boolean mask of the target rows that have a row of this source (numpy)."""
+        if self.indices is None:
+            return np.ones(self.n_target, dtype=bool)
+        return self.indices >= 0
+
+    def take(self, rows):
+        """The map of the target rows ``rows`` (an integer array), in that order."""
+        rows = np.asarray(rows)
+        if self.indices is None:
+            indices = rows.astype(index_dtype(self.n_source), copy=False)
+            return RowMap(indices, self.n_source, has_missing=False)
+        has_missing = bool((self.indices[rows] < 0).any()) if self.has_missing else False
+        return RowMap(self.indices[rows], self.n_source, has_missing=has_missing)
+
+    def compose(self, inner):
+        """Chain two maps: target -> ``self``'s source rows -> ``inner``'s source rows.
+
+        ``inner`` maps the rows of this map's source (e.g. orders -> customer); ``-1`` on
+        either level gives ``-1``.
+        """
+        if inner.n_target != self.n_source:
+            raise ValueError(
+                f"Cannot compose row maps: the outer map points into {self.n_source} rows, "
+                f"the inner one maps {inner.n_target}."
+            )
+        if inner.indices is None:
+            return self
+        if self.indices is None:
+            return inner
+        indices = np.take(np.append(inner.indices, -1).astype(inner.indices.dtype), self.indices)
+        return RowMap(indices, inner.n_source)
+
+    def mask(self, hidden):
+        """This map with ``-1`` wherever ``hidden`` (a boolean mask over target rows) is set."""
+        indices = np.arange(self.n_target) if self.indices is None else self.indices
+        out = np.where(hidden, -1, indices).astype(index_dtype(self.n_source))
+        return RowMap(out, self.n_source, has_missing=bool(hidden.any()) or self.has_missing)
+
+    def to_backend(self, backend):
+        """A copy whose arrays live on ``backend`` (shares nothing cached)."""
+        indices = None if self.indices is None else backend.from_numpy(self.indices)
+        return RowMap(indices, self.n_source, n_target=self.n_target, has_missing=self.has_missing)
+
+    def to_numpy(self):
+        """The row map as a plain numpy vector (``-1`` for missing), the identity made explicit."""
+        if self.indices is None:
+            return np.arange(self.n_target, dtype=index_dtype(self.n_source))
+        return np.asarray(self.indices)
+
+    def __getstate__(self):
+        return {"indices": self.indices, "n_source": self.n_source, "n_target": self.n_target,
+                "has_missing": self.has_missing}
+
+    def __setstate__(self, state):
+        for key, value in state.items():
+            setattr(self, key, value)
+        self._cache = {}
+
+    def __repr__(self):
+        kind = "identity" if self.indices is None else "map"
+        return f"RowMap({kind}, n_target={self.n_target}, n_source={self.n_source})"

@@ -1,0 +1,141 @@
+"""``T @ X``, ``T.T @ Y``, the gram and the sums, over disjoint blocks plus a rank-one shift.
+
+Every function takes a normalized matrix ``nm`` for its ``blocks``, ``shape``, ``dtype``,
+``shift`` (``None`` or a length-``c_T`` vector) and ``backend``. Operands are arrays of that
+backend. Each block contributes independently, so a row partition of the target could run each
+function per partition and add (or stack) the results.
+"""
+
+
+def _groups(blocks):
+    """Blocks grouped by the row map object they share, in first-seen order."""
+    groups = {}
+    for block in blocks:
+        groups.setdefault(id(block.row_map), []).append(block)
+    return list(groups.values())
+
+
+def matmul(nm, x):
+    """``T @ x`` for ``x`` of shape (c_T,) or (c_T, p)."""
+    be = nm.backend
+    out = be.xp.zeros((nm.shape[0],) + x.shape[1:], dtype=be.xp.result_type(nm.dtype, x.dtype))
+    for group in _groups(nm.blocks):
+        z = None
+        for block in group:
+            part = be.dot(block.source, x[block.columns])
+            z = part if z is None else z + part
+        out += be.gather_rows(z, group[0].row_map)
+    if nm.shift is not None:
+        out += nm.shift @ x
+    return out
+
+
+def rmatmul(nm, y):
+    """``T.T @ y`` for ``y`` of shape (n_T,) or (n_T, p)."""
+    be = nm.backend
+    out = be.xp.zeros((nm.shape[1],) + y.shape[1:], dtype=be.xp.result_type(nm.dtype, y.dtype))
+    for group in _groups(nm.blocks):
+        summed = be.scatter_add_rows(y, group[0].row_map)
+        for block in group:
+            out[block.columns] += be.dot(block.source.T, summed)
+    if nm.shift is not None:
+        out += be.xp.multiply.outer(nm.shift, y.sum(axis=0))
+    return out
+
+
+def column_sums(nm, sample_weight=None):
+    """``T.T @ w`` (``w`` defaults to ones): each block's column sums weighted by row counts."""
+    be = nm.backend
+    out = be.xp.zeros(nm.shape[1], dtype=nm.dtype)
+    for group in _groups(nm.blocks):
+        weights = be.counts(group[0].row_map, sample_weight, nm.dtype)
+        for block in group:
+            out[block.columns] += be.column_sums(block.source, weights)
+    if nm.shift is not None:
+        total = nm.shape[0] if sample_weight is None else sample_weight.sum()
+        out += total * nm.shift
+    return out
+
+
+def row_sums(nm):
+    """``T @ 1``."""
+    be = nm.backend
+    out = be.xp.zeros(nm.shape[0], dtype=nm.dtype)
+    for group in _groups(nm.blocks):
+        z = sum(be.row_sums(block.source) for block in group)
+        out += be.gather_rows(z, group[0].row_map)
+    if nm.shift is not None:
+        out += nm.shift.sum()
+    return out
+
+
+def row_sums_of_squares(nm):
+    """Squared Euclidean norm of each row of ``T``."""
+    be = nm.backend
+    out = be.xp.zeros(nm.shape[0], dtype=nm.dtype)
+    for group in _groups(nm.blocks):
+        z = sum(be.row_sums_of_squares(block.source) for block in group)
+        out += be.gather_rows(z, group[0].row_map)
+    if nm.shift is not None:
+        base = nm.with_shift(None)
+        out += 2 * matmul(base, nm.shift) + nm.shift @ nm.shift
+    return out
+
+
+def gram(nm, sample_weight=None):
+    """``T.T @ diag(w) @ T`` (``w`` defaults to ones), as a dense (c_T, c_T) array."""
+    be = nm.backend
+    out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
+    blocks = nm.blocks
+    for i, a in enumerate(blocks):
+        weights = be.counts(a.row_map, sample_weight, nm.dtype)
+        _add(out, a.columns, a.columns, be.weighted_gram(a.source, weights))
+        for b in blocks[i + 1:]:
+            cross = _cross_gram(be, a, b, sample_weight, nm.dtype)
+            _add(out, a.columns, b.columns, cross)
+            _add(out, b.columns, a.columns, cross.T)
+    if nm.shift is not None:
+        sums = column_sums(nm.with_shift(None), sample_weight)
+        total = nm.shape[0] if sample_weight is None else sample_weight.sum()
+        outer = be.xp.multiply.outer
+        out += outer(nm.shift, sums) + outer(sums, nm.shift) + total * outer(nm.shift, nm.shift)
+    return out
+
+
+def _add(out, rows, columns, values):
+    out[rows[:, None], columns[None, :]] += values
+
+
+def _cross_gram(be, a, b, sample_weight, dtype):
+    """``(G_a S_a).T @ diag(w) @ (G_b S_b)`` without gathering either block."""
+    if a.row_map is b.row_map:
+        weights = be.counts(a.row_map, sample_weight, dtype)
+        return be.dot(a.source.T, be.scale_rows(b.source, weights))
+    if a.row_map.is_identity:
+        return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
+    if b.row_map.is_identity:
+        return be.dot(a.source.T, be.scatter_add_rows(b.source, a.row_map, sample_weight))
+    co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype)  # n_a x n_b
+    (n_a, c_a), (n_b, c_b) = a.shape, b.shape
+    if co.nnz * c_b + n_a * c_a * c_b <= co.nnz * c_a + n_b * c_a * c_b:
+        return be.dot(a.source.T, be.dot(co, b.source))
+    return be.dot(be.dot(co.T, a.source).T, b.source)
+
+
+def materialize(nm, sparse=False):
+    """The target matrix itself: dense, or CSR with ``sparse=True``."""
+    be = nm.backend
+    n, c = nm.shape
+    if sparse and nm.shift is None:
+        out = be.as_csr((n, c), nm.dtype)
+        for block in nm.blocks:
+            gathered = be.gather_sparse_rows(block.source, block.row_map)
+            out = out + gathered @ be.placement(block.columns, c, nm.dtype)
+        return out.tocsr()
+    out = be.xp.zeros((n, c), dtype=nm.dtype)
+    for block in nm.blocks:
+        dense = be.to_dense(block.source)
+        be.add_at_columns(out, block.columns, be.gather_rows(dense, block.row_map))
+    if nm.shift is not None:
+        out += nm.shift
+    return be.as_csr(out, nm.dtype) if sparse else out
