@@ -1,0 +1,15 @@
+"""Helpers shared by the estimators: input validation and linear algebra on any input."""
+
+from ._linalg import column_sums, gram, matmul, rmatmul, row_norms_squared
+from ._validation import check_y, is_normalized, validate_input
+
+__all__ = [
+    "check_y",
+    "column_sums",
+    "gram",
+    "is_normalized",
+    "matmul",
+    "rmatmul",
+    "row_norms_squared",
+    "validate_input",
+]

@@ -1,0 +1,91 @@
+"""Input validation that keeps a NormalizedMatrix factorized and hands the rest to scikit-learn."""
+
+import numpy as np
+from sklearn.utils.validation import check_array, check_consistent_length, validate_data
+
+from ..normalized import NormalizedMatrix
+
+
+def is_normalized(X):
+    return isinstance(X, NormalizedMatrix)
+
+
+def validate_input(estimator, X, y="no_validation", *, reset=True, **check_params):
+    """Validate ``X`` (and ``y``) like ``sklearn.utils.validation.validate_data``.
+
+    A NormalizedMatrix is checked without joining it (its sources were checked finite and
+    numeric when it was built): its number of columns and feature names are recorded at fit
+    (``reset=True``) and compared later. Anything else goes through ``validate_data`` with
+    ``check_params``.
+
+    Returns
+    -------
+    X, or (X, y) when ``y`` is given
+    """
+    if not is_normalized(X):
+        check_params.setdefault("dtype", [np.float64, np.float32])
+        return validate_data(estimator, X, y, reset=reset, **check_params)
+    if X.shape[0] == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    if X.shape[1] == 0 and check_params.get("ensure_min_features", 1) > 0:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    _check_n_features(estimator, X, reset)
+    _check_feature_names(estimator, X, reset)
+    if isinstance(y, str) and y == "no_validation":
+        return X
+    y = check_y(y, y_numeric=check_params.get("y_numeric", False),
+                multi_output=check_params.get("multi_output", False))
+    check_consistent_length(X, y)
+    return X, y
+
+
+def check_y(y, *, y_numeric=False, multi_output=False):
+    """The target as an array: 1-D unless ``multi_output``, finite, numeric if asked."""
+    if y is None:
+        raise ValueError("requires y to be passed, but the target y is None")
+    if multi_output:
+        y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+    else:
+        y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y should be a 1d array, got an array of shape {y.shape} instead.")
+    if y_numeric and y.dtype.kind == "O":
+        y = y.astype(np.float64)
+    return y
+
+
+def _check_n_features(estimator, X, reset):
+    n = X.shape[1]
+    if reset:
+        estimator.n_features_in_ = n
+        return
+    expected = getattr(estimator, "n_features_in_", None)
+    if expected is not None and n != expected:
+        raise ValueError(
+            f"X has {n} features, but {type(estimator).__name__} is expecting {expected} "
+            "features as input."
+        )
+
+
+def _check_feature_names(estimator, X, reset):
+    names = X.feature_names
+    if reset:
+        if names is not None:
+            estimator.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+        return
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if fitted is None or names is None:
+        return
+    if len(fitted) != len(names) or (np.asarray(fitted) != np.asarray(names)).any():
+        raise ValueError(
+            "The feature names should match those that were passed during fit.\n"
+            f"Seen at fit: {list(fitted)[:10]}; seen now: {list(names)[:10]}."
+        )
