@@ -52,7 +52,7 @@ def gather_rows(z, row_map):
     if row_map.has_missing:
         # Index -1 picks the appended zero row.
         z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
-    return np.take(z, row_map.indices, axis=0)
+    return z[row_map.indices]
 
 
 def _transposed_indicator(row_map, dtype):
@@ -132,6 +132,12 @@ def dot(a, b):
 
 def weighted_gram(s, weights=None):
     """``s.T @ diag(weights) @ s`` as a dense array."""
+    if weights is not None and not sp.issparse(s) and (weights >= 0).all():
+        # One operand twice lets BLAS use its symmetric rank-k update: half the work.
+        s = scale_rows(s, np.sqrt(weights))
+        weights = None
+    if weights is None and not sp.issparse(s):
+        return s.T @ s
     return dot(s.T, scale_rows(s, weights))
 
 

@@ -68,7 +68,14 @@ def as_row_map(indicator, n_source, where):
             f"The row map of {where} points outside its {n_source} rows "
             f"(values must be in [-1, {n_source}))."
         )
-    return RowMap(indices.astype(index_dtype(n_source)), n_source)
+    return _row_map(indices.astype(index_dtype(n_source), copy=False), n_source)
+
+
+def _row_map(indices, n_source):
+    """A RowMap; the identity (a fact table's own rows, in order) is kept implicit."""
+    if len(indices) == n_source and np.array_equal(indices, np.arange(n_source)):
+        return RowMap.identity(n_source)
+    return RowMap(indices, n_source)
 
 
 def _row_map_from_indicator(indicator, n_source, where):
@@ -89,7 +96,7 @@ def _row_map_from_indicator(indicator, n_source, where):
         )
     indices = np.full(matrix.shape[0], -1, dtype=index_dtype(n_source))
     indices[per_row == 1] = matrix.indices
-    return RowMap(indices, n_source)
+    return _row_map(indices, n_source)
 
 
 def as_column_map(mapping, n_source_columns, n_columns, where):

@@ -20,10 +20,7 @@ def matmul(nm, x):
     be = nm.backend
     out = be.xp.zeros((nm.shape[0],) + x.shape[1:], dtype=be.xp.result_type(nm.dtype, x.dtype))
     for group in _groups(nm.blocks):
-        z = None
-        for block in group:
-            part = be.dot(block.source, x[block.columns])
-            z = part if z is None else z + part
+        z = sum(be.dot(block.source, x[block.columns]) for block in group)
         out += be.gather_rows(z, group[0].row_map)
     if nm.shift is not None:
         out += nm.shift @ x
@@ -88,7 +85,7 @@ def gram(nm, sample_weight=None):
     out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
     blocks = nm.blocks
     for i, a in enumerate(blocks):
-        weights = be.counts(a.row_map, sample_weight, nm.dtype)
+        weights = _row_weights(be, a.row_map, sample_weight, nm.dtype)
         _add(out, a.columns, a.columns, be.weighted_gram(a.source, weights))
         for b in blocks[i + 1:]:
             cross = _cross_gram(be, a, b, sample_weight, nm.dtype)
@@ -102,6 +99,13 @@ def gram(nm, sample_weight=None):
     return out
 
 
+def _row_weights(be, row_map, sample_weight, dtype):
+    """Per source row, the (weighted) number of target rows it feeds; None for plain ones."""
+    if row_map.is_identity and sample_weight is None:
+        return None
+    return be.counts(row_map, sample_weight, dtype)
+
+
 def _add(out, rows, columns, values):
     out[rows[:, None], columns[None, :]] += values
 
@@ -109,7 +113,7 @@ def _add(out, rows, columns, values):
 def _cross_gram(be, a, b, sample_weight, dtype):
     """``(G_a S_a).T @ diag(w) @ (G_b S_b)`` without gathering either block."""
     if a.row_map is b.row_map:
-        weights = be.counts(a.row_map, sample_weight, dtype)
+        weights = _row_weights(be, a.row_map, sample_weight, dtype)
         return be.dot(a.source.T, be.scale_rows(b.source, weights))
     if a.row_map.is_identity:
         return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
