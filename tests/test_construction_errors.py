@@ -94,3 +94,15 @@ def test_empty_sources_and_targets():
     no_rows = make(sources=(np.zeros((0, 2)), DIM), indicators=(np.arange(0), np.arange(0)))
     assert no_rows.shape == (0, 4)
     assert no_rows.gram().shape == (4, 4) and not no_rows.gram().any()
+
+
+def test_shared_indicator_object_gives_one_row_map():
+    from sklearn_ilargi.normalized import RowMap
+
+    shared = np.array([0, 2, -1, 1])
+    nm = make(sources=(FACT, DIM, DIM * 2), indicators=(np.arange(4), shared, shared))
+    assert nm.blocks[1].row_map is nm.blocks[2].row_map
+    given = RowMap(shared, 3)
+    assert make(indicators=(np.arange(4), given)).blocks[1].row_map is given
+    with pytest.raises(ValueError, match="points into 3 rows but the source has 2"):
+        make(sources=(FACT, DIM[:2]), indicators=(np.arange(4), given))

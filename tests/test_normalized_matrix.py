@@ -152,7 +152,7 @@ def test_row_selection_shares_sources(case):
 def test_column_selection(case):
     nm, T = case
     c = T.shape[1]
-    columns = np.random.default_rng(5).integers(0, c, c + 1)
+    columns = np.random.default_rng(5).integers(0, max(c, 1), c + 1) if c else np.arange(0)
     close(nm[:, columns].materialize(), T[:, columns])
     close(nm[:, columns].gram(), T[:, columns].T @ T[:, columns])
     close(nm[::2, 1:].materialize(), T[::2, 1:])
@@ -252,11 +252,14 @@ def test_operand_shape_errors():
         nm.sum(axis=2)
 
 
-def test_sparse_operand_is_accepted():
+@pytest.mark.parametrize("shift", [0.0, 1.5])
+def test_sparse_operands_are_accepted(shift):
     scenario = random_scenario(np.random.default_rng(11), n_target=12)
-    nm, T = build(scenario), reference_matrix(*scenario)
+    nm, T = build(scenario) + shift, reference_matrix(*scenario) + shift
     X = sp.random(T.shape[1], 2, density=0.5, random_state=0, format="csr")
     close(nm @ X, T @ X.toarray())
+    one_hot = sp.csr_matrix((np.ones(12), (np.arange(12), np.arange(12) % 3)), shape=(12, 3))
+    close(nm.T @ one_hot, T.T @ one_hot.toarray())
 
 
 def test_attributes():

@@ -5,6 +5,9 @@ for "no row", or ``None`` for the identity), ``n_source``, ``n_target``, ``has_m
 ``cached(key, factory)`` method; see :class:`sklearn_ilargi.normalized.RowMap`.
 """
 
+import os
+import platform
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -196,3 +199,36 @@ def placement(columns, n_columns, dtype):
 def add_at_columns(out, columns, values):
     """``out[:, columns] += values`` (``columns`` has no repeats)."""
     out[:, columns] += values
+
+
+def synchronize():
+    """Wait for queued work (nothing is queued on the CPU)."""
+
+
+def free_memory():
+    """Bytes of host memory a new allocation can still get (Linux ``MemAvailable``)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def release_memory():
+    """Give cached memory back (numpy keeps no pool: nothing to do)."""
+
+
+def device_info():
+    """What the cost model and the benchmarks record about the host."""
+    return {
+        "backend": name,
+        "name": platform.processor() or platform.machine(),
+        "cores": os.cpu_count() or 1,
+        "numpy_version": np.__version__,
+    }

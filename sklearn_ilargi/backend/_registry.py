@@ -45,14 +45,21 @@ def available_backends():
 
 @lru_cache(maxsize=1)
 def _gpu_unavailable_reason():
+    """Why the GPU backend cannot run here, or None when it can (checked once per process)."""
     try:
         import cupy
     except ImportError:
         return "CuPy is not installed (pip install 'sklearn-ilargi[gpu]')"
+    except Exception as exc:  # a CuPy wheel that does not match the CUDA libraries
+        return f"CuPy is installed but failed to import ({type(exc).__name__}: {exc})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDA driver missing or broken
         return f"CuPy found no usable CUDA device ({exc})"
     if count == 0:
         return "CuPy found no CUDA device"
+    try:
+        cupy.empty(1)
+    except Exception as exc:  # a device that is present but cannot allocate (driver too old)
+        return f"CuPy cannot allocate on the CUDA device ({type(exc).__name__}: {exc})"
     return None

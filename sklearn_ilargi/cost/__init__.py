@@ -1,5 +1,22 @@
 """Choosing per fit between the factorized and the materialized path, and the device."""
 
-from ._dispatch import Decision, OperationProfile, decide, prepare
+from ._dispatch import (
+    Decision,
+    OperationProfile,
+    decide,
+    fit_with_fallback,
+    prepare,
+    record_decisions,
+)
+from ._model import CostModelWarning, load_cost_model
 
-__all__ = ["Decision", "OperationProfile", "decide", "prepare"]
+__all__ = [
+    "CostModelWarning",
+    "Decision",
+    "OperationProfile",
+    "decide",
+    "fit_with_fallback",
+    "load_cost_model",
+    "prepare",
+    "record_decisions",
+]

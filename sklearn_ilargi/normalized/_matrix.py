@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..backend import get_backend
+from ..backend import device_of, get_backend, to_numpy
 from ..exceptions import MaterializationWarning, NotFactorizableError
 from ._blocks import Block, make_blocks
 from ._parse import (
@@ -77,8 +77,9 @@ class NormalizedMatrix:
         sources : list of array-like or sparse matrix
             ``S_k`` of shape (n_k, c_k); numeric and finite.
         indicators : list
-            Per source a row map (1-D integers of length n_T, ``-1`` for "no row") or an
-            ``n_T x n_k`` binary indicator matrix with at most one 1 per row.
+            Per source a row map (1-D integers of length n_T, ``-1`` for "no row", or a
+            :class:`RowMap`) or an ``n_T x n_k`` binary indicator matrix with at most one 1
+            per row. Sources given the same object share it, and so share its gathers.
         mappings : list or None
             Per source a column map (1-D integers of length c_k: target column, ``-1`` for
             unused) or a ``c_T x c_k`` binary mapping matrix. ``None`` places the sources side
@@ -108,11 +109,19 @@ class NormalizedMatrix:
             )
         if source_names is not None and len(source_names) != len(sources):
             raise ValueError("source_names must name every source.")
+        on_gpu = any(device_of(s) == "gpu" for s in sources)
+        if on_gpu:  # checked and cut into blocks on the host, then moved back once
+            sources, indicators = to_numpy(sources), to_numpy(indicators)
+            mappings = None if mappings is None else to_numpy(list(mappings))
         names = [source_name(k, source_names) for k in range(len(sources))]
         sources = [check_source(s, name) for s, name in zip(sources, names)]
-        row_maps = [
-            as_row_map(ind, s.shape[0], name) for ind, s, name in zip(indicators, sources, names)
-        ]
+        parsed = {}  # one RowMap per indicator object: sources sharing it share every gather
+        row_maps = []
+        for indicator, source, name in zip(indicators, sources, names):
+            key = (id(indicator), source.shape[0])
+            if key not in parsed:
+                parsed[key] = as_row_map(indicator, source.shape[0], name)
+            row_maps.append(parsed[key])
         n_rows = row_maps[0].n_target
         for row_map, name in zip(row_maps, names):
             if row_map.n_target != n_rows:
@@ -130,10 +139,11 @@ class NormalizedMatrix:
         sources = [s.astype(dtype, copy=False) for s in sources]
         backend = get_backend("cpu")
         blocks = make_blocks(sources, row_maps, column_maps, backend)
-        return cls(
+        nm = cls(
             blocks, (n_rows, n_columns), dtype,
             feature_names=_check_feature_names(feature_names, n_columns),
         )
+        return nm.to("gpu", cache=False) if on_gpu else nm
 
     def _like(self, blocks=None, *, shape=None, shift="same", feature_names="same"):
         """A matrix like this one with some parts replaced (sources are shared, not copied)."""
@@ -193,13 +203,16 @@ class NormalizedMatrix:
         )
 
     # ------------------------------------------------------------------ products
-    def _operand(self, x, length, side):
+    def _operand(self, x, length, side, keep_sparse=False):
         be = self.backend
         if isinstance(x, (NormalizedMatrix, TransposedNormalizedMatrix)):
             raise TypeError(
                 "Products of two normalized matrices other than nm.T @ nm are not supported."
             )
-        x = be.to_dense(be.asarray(x)) if be.is_sparse(x) else be.asarray(x)
+        if be.is_sparse(x):
+            x = be.asarray(x) if keep_sparse else be.to_dense(be.asarray(x))
+        else:
+            x = be.asarray(x)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"Cannot multiply a NormalizedMatrix by an array of dtype {x.dtype}.")
         if x.ndim not in (1, 2) or x.shape[0] != length:
@@ -216,8 +229,8 @@ class NormalizedMatrix:
         return ops.matmul(self, self._operand(x, self.shape[1], "right"))
 
     def __rmatmul__(self, z):
-        """``z @ T`` for ``z`` of shape (n_rows,) or (q, n_rows)."""
-        z = self._operand(_transpose(z), self.shape[0], "left (transposed)")
+        """``z @ T`` for ``z`` of shape (n_rows,) or (q, n_rows); a sparse ``z`` stays sparse."""
+        z = self._operand(_transpose(z), self.shape[0], "left (transposed)", keep_sparse=True)
         return _transpose(ops.rmatmul(self, z))
 
     def gram(self, sample_weight=None):
@@ -294,7 +307,7 @@ class NormalizedMatrix:
 
     def __truediv__(self, other):
         factors = self._column_operand(other, "Division")
-        if np.any(np.asarray(factors) == 0):
+        if bool((factors == 0).any() if np.ndim(factors) else factors == 0):
             raise ZeroDivisionError("Division of a NormalizedMatrix by zero.")
         return self._scaled(1 / factors)
 
@@ -427,10 +440,17 @@ class NormalizedMatrix:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     # ------------------------------------------------------------------ devices
-    def to(self, device):
-        """This matrix with its sources and row maps on ``device`` ("cpu" or "gpu")."""
+    def to(self, device, *, cache=True):
+        """This matrix with its sources and row maps on ``device`` ("cpu" or "gpu").
+
+        The copy is kept on this matrix, so that repeated fits (a grid search, say) transfer
+        once; pickling and copying drop it. ``cache=False`` neither uses nor keeps it.
+        """
         if device == self.device:
             return self
+        copies = self.__dict__.setdefault("_device_copies", {}) if cache else {}
+        if device in copies:
+            return copies[device]
         target = get_backend(device)
         here = self.backend
 
@@ -445,8 +465,15 @@ class NormalizedMatrix:
                 maps[key] = _move_row_map(block.row_map, here, target)
             blocks.append(block.with_(source=move(block.source), row_map=maps[key]))
         shift = None if self.shift is None else move(self.shift)
-        return NormalizedMatrix(blocks, self.shape, self.dtype, shift=shift,
-                                feature_names=self.feature_names, device=device)
+        moved = NormalizedMatrix(blocks, self.shape, self.dtype, shift=shift,
+                                 feature_names=self.feature_names, device=device)
+        copies[device] = moved
+        return moved
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_device_copies", None)  # device memory is a cache, not part of the matrix
+        return state
 
 
 class TransposedNormalizedMatrix:

@@ -51,6 +51,13 @@ def _check_binary(matrix, what, where):
 
 def as_row_map(indicator, n_source, where):
     """A :class:`RowMap` from a 1-D row map or an ``n_target x n_source`` indicator matrix."""
+    if isinstance(indicator, RowMap):
+        if indicator.n_source != n_source:
+            raise ValueError(
+                f"The row map of {where} points into {indicator.n_source} rows but the source "
+                f"has {n_source}."
+            )
+        return indicator
     if sp.issparse(indicator) or np.ndim(indicator) == 2:
         return _row_map_from_indicator(indicator, n_source, where)
     indices = np.asarray(indicator)

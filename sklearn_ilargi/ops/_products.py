@@ -28,7 +28,7 @@ def matmul(nm, x):
 
 
 def rmatmul(nm, y):
-    """``T.T @ y`` for ``y`` of shape (n_T,) or (n_T, p)."""
+    """``T.T @ y`` for ``y`` of shape (n_T,) or (n_T, p), dense or sparse (e.g. a one-hot)."""
     be = nm.backend
     out = be.xp.zeros((nm.shape[1],) + y.shape[1:], dtype=be.xp.result_type(nm.dtype, y.dtype))
     for group in _groups(nm.blocks):
@@ -36,7 +36,8 @@ def rmatmul(nm, y):
         for block in group:
             out[block.columns] += be.dot(block.source.T, summed)
     if nm.shift is not None:
-        out += be.xp.multiply.outer(nm.shift, y.sum(axis=0))
+        totals = y.sum() if y.ndim == 1 else be.column_sums(y)
+        out += be.xp.multiply.outer(nm.shift, totals)
     return out
 
 

@@ -1,0 +1,232 @@
+"""End to end, from tables to a fitted model: factorized vs materialized vs pandas + scikit-learn.
+
+For each dataset and estimator, three pipelines start from the same in-memory DataFrames:
+
+- ``factorized``:   ``from_tables`` + the sklearn-ilargi estimator with ``strategy="factorized"``
+- ``materialized``: ``from_tables`` + the same estimator with ``strategy="materialized"``
+  (joins the NormalizedMatrix, then fits)
+- ``pandas``:       ``pandas.merge`` + ``pandas.get_dummies`` (``join_with_pandas``) + the
+  scikit-learn counterpart on the joined array
+
+Times are medians of repeats measured side by side in one run; the ratios (``pandas /
+factorized``, ``materialized / factorized``) are what to read, not the absolute seconds. Also
+reported: what ``strategy="auto"`` picks, and the largest coefficient difference between the
+factorized model and scikit-learn's (matched by feature name).
+
+Datasets: synthetic stars over a tuple ratio x feature ratio grid (``make_star``) and the TPC-H
+lineitem snowflake (``tpch_training_set``'s tables and features, SF1 by default).
+
+Usage::
+
+    python benchmarks/estimators.py                 # synthetic grid and TPC-H SF1
+    python benchmarks/estimators.py --quick         # small grid, TPC-H SF0.1
+    python benchmarks/estimators.py --no-tpch --repeats 5
+
+Writes ``benchmarks/results/estimators.json`` and prints a markdown table. Never asserts.
+"""
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+
+from sklearn_ilargi import (
+    FactorizedLinearRegression,
+    FactorizedLogisticRegression,
+    FactorizedRidge,
+    from_tables,
+)
+from sklearn_ilargi.datasets import join_with_pandas, make_star
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+# name -> (ours, scikit-learn's, parameters shared by both, classification?)
+ESTIMATORS = {
+    "Ridge": (FactorizedRidge, Ridge, {"alpha": 1.0}, False),
+    "LogisticRegression": (FactorizedLogisticRegression, LogisticRegression,
+                           {"C": 1.0, "max_iter": 100, "tol": 1e-4}, True),
+    "LinearRegression": (FactorizedLinearRegression, LinearRegression, {}, False),
+}
+# scikit-learn may center the joined array in place: the same model, one copy less of a
+# matrix that at TPC-H SF1 is 6.5 GB.
+SKLEARN_ONLY = {"Ridge": {"copy_X": False}, "LinearRegression": {"copy_X": False}}
+
+
+def median_time(fn, repeats):
+    """(median seconds, result of the last call)."""
+    times, result = [], None
+    for _ in range(repeats):
+        result = None
+        gc.collect()
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def as_labels(y):
+    """A binary target for the classifier: above or below the median."""
+    return (y > np.median(y)).astype(np.int64)
+
+
+def coefficient_gap(ours, theirs, our_names, their_names):
+    """Largest |coef difference| relative to the largest |coef|, matched by feature name."""
+    position = {name: j for j, name in enumerate(their_names)}
+    order = [position[name] for name in our_names]
+    a = np.atleast_2d(ours.coef_)
+    b = np.atleast_2d(theirs.coef_)[:, order]
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
+             classify_transform=as_labels):
+    """Time the three pipelines for every estimator on one dataset.
+
+    ``auto=False`` skips the extra fit that records what ``strategy="auto"`` picks;
+    ``on_row`` is called with each result row as soon as it is measured.
+    """
+    rows = []
+    X, y = from_tables(**description)  # warm-up, and the feature names
+    print(f"\n{label}: X {X.shape[0]} x {X.shape[1]}, {len(X.blocks)} blocks", flush=True)
+    del X
+    for name in estimators:
+        ours, theirs, params, classify = ESTIMATORS[name]
+        target = classify_transform if classify else (lambda v: v)
+
+        def factorized(strategy="factorized"):
+            X, y = from_tables(**description)
+            return ours(strategy=strategy, **params).fit(X, target(y)), X.feature_names
+
+        def pandas():
+            frame, y = join_with_pandas(**description)
+            names = list(frame.columns)
+            values = frame.to_numpy(dtype=np.float64)
+            del frame
+            model = theirs(**params, **SKLEARN_ONLY.get(name, {}))
+            return model.fit(values, target(y)), names
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t_fact, (model_f, names_f) = median_time(factorized, repeats)
+            t_mat, (model_m, _) = median_time(lambda: factorized("materialized"), repeats)
+            t_pd, (model_p, names_p) = median_time(pandas, repeats)
+            choice = factorized("auto")[0].strategy_ if auto else None
+        row = {
+            "dataset": label, "estimator": name, "n_features": int(model_f.n_features_in_),
+            "factorized_s": t_fact, "materialized_s": t_mat, "pandas_s": t_pd,
+            "pandas_over_factorized": t_pd / t_fact,
+            "materialized_over_factorized": t_mat / t_fact,
+            "auto_choice": choice,
+            "coef_gap_vs_sklearn": coefficient_gap(model_f, model_p, names_f, names_p),
+            "coef_gap_materialized": coefficient_gap(model_f, model_m, names_f, names_f),
+        }
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+        print(f"  {name:<20} factorized {t_fact:8.3f}s  materialized {t_mat:8.3f}s  "
+              f"pandas {t_pd:8.3f}s  -> pandas/fact {t_pd / t_fact:6.2f}x  "
+              f"mat/fact {t_mat / t_fact:6.2f}x  auto={choice}  "
+              f"coef gap {row['coef_gap_vs_sklearn']:.1e}", flush=True)
+    return rows
+
+
+def synthetic_cases(quick):
+    n_rows = 20_000 if quick else 200_000
+    tuple_ratios = (2, 20) if quick else (2, 10, 50)
+    feature_ratios = (1, 4) if quick else (0.5, 2, 8)
+    for tuple_ratio in tuple_ratios:
+        for feature_ratio in feature_ratios:
+            s = make_star(n_rows, 2, tuple_ratio=tuple_ratio, feature_ratio=feature_ratio,
+                          n_fact_features=4, random_state=0)
+            label = f"star n={n_rows} TR={tuple_ratio} FR={feature_ratio}"
+            yield label, {"base": s.base, "joins": s.joins, "target": s.target}
+
+
+def tpch_case(scale_factor):
+    from sklearn_ilargi.datasets._tpch import (
+        TPCH_FEATURES,
+        TPCH_KEYS,
+        load_tpch,
+        tpch_description,
+    )
+
+    target = "l_extendedprice"
+    columns = {t: TPCH_FEATURES[t] + TPCH_KEYS[t] for t in TPCH_FEATURES}
+    columns["lineitem"] = columns["lineitem"] + [target]
+    start = time.perf_counter()
+    tables = load_tpch(scale_factor, tables=list(TPCH_FEATURES), columns=columns)
+    print(f"\nTPC-H SF{scale_factor:g} loaded in {time.perf_counter() - start:.1f}s "
+          f"({len(tables['lineitem'])} lineitem rows)", flush=True)
+    return f"TPC-H SF{scale_factor:g}", tpch_description(tables, target=target)
+
+
+def markdown(rows):
+    lines = [
+        "| dataset | estimator | factorized s | materialized s | pandas+sklearn s | "
+        "pandas / factorized | materialized / factorized | auto | coef gap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['dataset']} | {r['estimator']} | {r['factorized_s']:.3f} | "
+            f"{r['materialized_s']:.3f} | {r['pandas_s']:.3f} | "
+            f"{r['pandas_over_factorized']:.2f}x | {r['materialized_over_factorized']:.2f}x | "
+            f"{r['auto_choice']} | {r['coef_gap_vs_sklearn']:.1e} |"
+        )
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small grid and TPC-H SF0.1")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tpch-scale", type=float, default=None,
+                        help="TPC-H scale factor (default 1, or 0.1 with --quick)")
+    parser.add_argument("--tpch-repeats", type=int, default=None,
+                        help="repeats on TPC-H (default: --repeats)")
+    parser.add_argument("--no-tpch", action="store_true")
+    parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--estimators", nargs="+", default=list(ESTIMATORS),
+                        choices=list(ESTIMATORS))
+    parser.add_argument("--no-auto", action="store_true",
+                        help="skip the fit that records what strategy='auto' picks")
+    parser.add_argument("--output", default=os.path.join(RESULTS, "estimators.json"))
+    args = parser.parse_args()
+
+    print(f"cores: {os.cpu_count()}, {platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}", flush=True)
+    rows = []
+    header = {"cores": os.cpu_count(), "machine": platform.machine(),
+              "python": platform.python_version(), "repeats": args.repeats,
+              "tpch_repeats": args.tpch_repeats or args.repeats,
+              "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+
+    def save(row):  # after every row, so that a long run that dies keeps what it measured
+        rows.append(row)
+        with open(args.output, "w") as f:
+            json.dump({**header, "results": rows}, f, indent=1)
+
+    if not args.no_synthetic:
+        for label, description in synthetic_cases(args.quick):
+            run_case(label, description, args.estimators, args.repeats,
+                     auto=not args.no_auto, on_row=save)
+    if not args.no_tpch:
+        scale = args.tpch_scale or (0.1 if args.quick else 1.0)
+        label, description = tpch_case(scale)
+        run_case(label, description, args.estimators, args.tpch_repeats or args.repeats,
+                 auto=not args.no_auto, on_row=save)
+    print("\n" + markdown(rows))
+    print(f"\nwritten to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

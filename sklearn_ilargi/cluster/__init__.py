@@ -1,0 +1,5 @@
+"""Clustering over a NormalizedMatrix."""
+
+from ._kmeans import FactorizedKMeans
+
+__all__ = ["FactorizedKMeans"]

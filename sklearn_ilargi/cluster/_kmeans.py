@@ -1,0 +1,557 @@
+"""K-means (Lloyd) whose distances and centroids run over the sources: FactorizedKMeans."""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.spatial.distance import cdist
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin
+from sklearn.base import TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
+
+from ..base import FactorizedMixin, to_host
+from ..cost import OperationProfile
+from ..utils import is_normalized, matmul, rmatmul, row_norms_squared, validate_input
+
+
+class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                       ClusterMixin, BaseEstimator):
+    """K-means clustering (Lloyd's algorithm) over the sources of a NormalizedMatrix.
+
+    The counterpart of :class:`sklearn.cluster.KMeans` with ``algorithm="lloyd"``. Every
+    iteration needs ``X`` twice, and both stay factorized: the squared distances
+    ``||x||^2 - 2 x.c + ||c||^2`` through ``X @ C.T`` (row norms are computed once), and the
+    new centroids through the scatter ``X.T @ R`` of the ``n x k`` matrix ``R`` of weighted
+    one-hot assignments. Plain numpy or scipy.sparse input runs the same solver on the matrix
+    itself (dense data centered first, as scikit-learn does).
+
+    From the same initial centers, the result is scikit-learn's (same labels, centers and
+    inertia up to rounding). The k-means++ seeding is scikit-learn's greedy D^2 sampling, but
+    it walks the samples in an order that depends on their values only, so that a weighted
+    sample and repeated samples give the same seeds: its draws differ from scikit-learn's for
+    the same ``random_state``.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : {"k-means++", "random"}, callable or array-like of shape (n_clusters, n_features), \
+default="k-means++"
+        A callable is called as ``init(X, n_clusters, random_state)`` (``X`` may be a
+        NormalizedMatrix) and returns the centers.
+    n_init : "auto" or int, default="auto"
+        Runs from different seeds; the one with the lowest inertia is kept. "auto": 1 for
+        "k-means++" or given centers, 10 for "random" or a callable.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Stop once the centers move by less than ``tol`` times the mean feature variance
+        (sum of squared moves), or once no label changes.
+    verbose : int, default=0
+    random_state : int, RandomState instance or None, default=None
+    copy_x : bool, default=True
+        Kept for compatibility: plain input is never modified in place.
+    algorithm : {"lloyd", "elkan"}, default="lloyd"
+        "elkan" gives the same result and runs Lloyd's iterations too.
+    strategy : {"auto", "factorized", "materialized"}, default="auto"
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    labels_ : ndarray of shape (n_samples,)
+    inertia_ : float
+        Sum of (weighted) squared distances of the samples to their closest center.
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    decision_ : sklearn_ilargi.cost.Decision
+    strategy_ : {"factorized", "materialized"}
+    backend_ : {"cpu", "gpu"}
+
+    See Also
+    --------
+    sklearn.cluster.KMeans : The scikit-learn counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedKMeans, NormalizedMatrix
+    >>> fact = np.array([[0.0], [0.2], [5.0], [5.2], [0.1], [5.1]])
+    >>> dim = np.array([[0.0], [9.0]])
+    >>> X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(6), [0, 0, 1, 1, 0, 1]])
+    >>> km = FactorizedKMeans(n_clusters=2, random_state=0, strategy="factorized").fit(X)
+    >>> sorted(km.cluster_centers_.round(2).tolist())
+    [[0.1, 0.0], [5.1, 9.0]]
+    >>> km.predict(X)[[0, 2]] != km.predict(X)[0]
+    array([False,  True])
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "copy_x": ["boolean"],
+        "algorithm": [StrOptions({"lloyd", "elkan"})],
+        "strategy": [StrOptions({"auto", "factorized", "materialized"})],
+        "backend": [StrOptions({"auto", "cpu", "gpu"})],
+    }
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
+                 tol=1e-4, verbose=0, random_state=None, copy_x=True, algorithm="lloyd",
+                 strategy="auto", backend="auto"):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.random_state = random_state
+        self.copy_x = copy_x
+        self.algorithm = algorithm
+        self.strategy = strategy
+        self.backend = backend
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute the k-means clustering.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample in the centroids and the inertia.
+
+        Returns
+        -------
+        self : FactorizedKMeans
+        """
+        self._validate_params()
+        X = validate_input(self, X, accept_sparse="csr", order="C",
+                           accept_large_sparse=False)
+        n_samples = X.shape[0]
+        sample_weight = _check_sample_weight(sample_weight, np.empty((n_samples, 0)),
+                                             dtype=np.float64)
+        if n_samples < self.n_clusters:
+            raise ValueError(
+                f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}."
+            )
+        init = self.init
+        n_init = self._n_init()
+        if _is_array(init):
+            init = check_array(init, dtype=[np.float64, np.float32], copy=True)
+            _check_centers(init, self.n_clusters, X.shape[1])
+        profile = OperationProfile(matmul=n_init * self.max_iter,
+                                   rmatmul=n_init * self.max_iter,
+                                   width=self.n_clusters, iterations=self.max_iter,
+                                   name=type(self).__name__)
+        space = _Space(self._dispatch(X, profile), sample_weight)
+        random_state = check_random_state(self.random_state)
+        tol = self.tol * space.mean_variance() if self.tol > 0 else 0.0
+
+        best = None
+        for _ in range(n_init):
+            centers = self._initial_centers(space, X, init, random_state)
+            labels, inertia, centers, n_iter = _lloyd(space, centers, self.max_iter, tol,
+                                                      self.verbose)
+            if best is None or (inertia < best[1] and not _same_clustering(
+                    labels, best[0], self.n_clusters)):
+                best = (labels, inertia, centers, n_iter)
+        labels, inertia, centers, n_iter = best
+        distinct = len(np.unique(labels))
+        if distinct < self.n_clusters:
+            warnings.warn(
+                f"Number of distinct clusters ({distinct}) found smaller than n_clusters "
+                f"({self.n_clusters}). Possibly due to duplicate points in X.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.cluster_centers_ = (centers + space.offset).astype(space.dtype)
+        self._n_features_out = self.cluster_centers_.shape[0]
+        self.labels_ = labels
+        self.inertia_ = float(inertia)
+        self.n_iter_ = n_iter
+        return self
+
+    def _n_init(self):
+        if self.n_init != "auto":
+            if _is_array(self.init) and self.n_init != 1:
+                warnings.warn(
+                    "Explicit initial center position passed: performing only one init in "
+                    f"{type(self).__name__} instead of n_init={self.n_init}.",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                return 1
+            return self.n_init
+        if (isinstance(self.init, str) and self.init == "k-means++") or _is_array(self.init):
+            return 1
+        return 10
+
+    def _initial_centers(self, space, X, init, random_state):
+        """Initial centers in the (centered) space of the solver."""
+        if _is_array(init):
+            return init.astype(np.float64) - space.offset
+        if callable(init):
+            centers = check_array(init(X, self.n_clusters, random_state=random_state),
+                                  dtype=[np.float64, np.float32], copy=True)
+            _check_centers(centers, self.n_clusters, X.shape[1])
+            return centers.astype(np.float64) - space.offset
+        if init == "random":
+            order = space.canonical_order(random_state)
+            weights = space.sample_weight[order]
+            chosen = random_state.choice(len(order), size=self.n_clusters, replace=False,
+                                         p=weights / weights.sum())
+            return space.rows(order[chosen])
+        return _kmeans_plusplus(space, self.n_clusters, random_state)
+
+    # ------------------------------------------------------------------ predict & co
+    def _check_test_data(self, X):
+        check_is_fitted(self)
+        return validate_input(self, X, accept_sparse="csr", reset=False, order="C",
+                              accept_large_sparse=False)
+
+    def predict(self, X):
+        """Index of the closest cluster center of each sample.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        X = self._check_test_data(X)
+        centers = self.cluster_centers_.astype(np.float64)
+        return _assign(_partial_distances(_products(X, centers), centers))
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit, then return the label of each training sample.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def transform(self, X):
+        """Euclidean distance of each sample to each cluster center.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+        """
+        X = self._check_test_data(X)
+        return np.sqrt(self._squared_distances(X)).astype(X.dtype, copy=False)
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Fit, then return the distances of the training samples to the centers.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+        """
+        return self.fit(X, sample_weight=sample_weight).transform(X)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) inertia of ``X`` with respect to the centers.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
+        X = self._check_test_data(X)
+        sample_weight = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
+                                             dtype=np.float64)
+        distances = self._squared_distances(X)
+        closest = distances.min(axis=1)
+        return -float(sample_weight @ closest)
+
+    def _squared_distances(self, X):
+        centers = self.cluster_centers_.astype(np.float64)
+        if not is_normalized(X):
+            return _exact_squared_distances(X, centers)
+        cross = _products(X, centers)
+        norms = np.asarray(to_host(row_norms_squared(X)), dtype=np.float64)
+        out = norms[:, None] - 2.0 * cross + (centers**2).sum(axis=1)[None, :]
+        return np.maximum(out, 0.0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+# ---------------------------------------------------------------------- the solver
+class _Space:
+    """The data as the solver sees it, ``X - offset``, with its weights and row norms.
+
+    Dense plain data is centered on its weighted mean (a copy), as scikit-learn does, which
+    keeps ``||x||^2 - 2 x.c + ||c||^2`` accurate. A NormalizedMatrix is not: an offset there
+    would be a rank-one correction added to every product, which costs an ``n x k`` pass per
+    iteration and gains no precision; sparse plain data is not either (it would turn dense).
+    """
+
+    def __init__(self, X, sample_weight):
+        self.X = X
+        self.dtype = X.dtype
+        self.sample_weight = sample_weight
+        self.n_samples, self.n_features = X.shape
+        self._device = X.backend if is_normalized(X) else None
+        self.offset = np.zeros(self.n_features)
+        self.data = X
+        if isinstance(X, np.ndarray):
+            total = sample_weight.sum()
+            weights = sample_weight if total > 0 else np.ones(self.n_samples)
+            self.offset = (weights @ X) / weights.sum()
+            self.data = X - self.offset.astype(X.dtype)
+        self.norms = np.asarray(to_host(row_norms_squared(self.data)), dtype=np.float64)
+
+    def _on_device(self, a):
+        return a if self._device is None else self._device.from_numpy(a)
+
+    def dot_centers(self, centers):
+        """``(X - offset) @ centers.T`` as an (n_samples, k) float64 array."""
+        return _products(self.data, centers)
+
+    def scatter(self, assignment):
+        """``(X - offset).T @ assignment`` as an (n_features, k) float64 array."""
+        out = rmatmul(self.data, self._on_device(assignment.astype(self.dtype)))
+        return np.asarray(to_host(out), dtype=np.float64)
+
+    def rows(self, indices):
+        """The rows ``indices`` of ``X - offset`` as a dense float64 array (a few rows)."""
+        picked = self.data[np.asarray(indices)]
+        if is_normalized(picked):
+            picked = to_host(picked.materialize())
+        elif sp.issparse(picked):
+            picked = picked.toarray()
+        return np.asarray(picked, dtype=np.float64).reshape(len(indices), self.n_features)
+
+    def mean_variance(self):
+        """Mean over features of the weighted variance (the scale of ``tol``)."""
+        total = self.sample_weight.sum()
+        if total <= 0:
+            return 0.0
+        spread = float(self.sample_weight @ self.norms) / total
+        if not isinstance(self.data, np.ndarray):
+            weights = self._on_device(self.sample_weight.astype(self.dtype))
+            mean = np.asarray(to_host(rmatmul(self.data, weights)), dtype=np.float64) / total
+            spread -= float(mean @ mean)
+        return max(spread, 0.0) / self.n_features
+
+    def canonical_order(self, random_state):
+        """An order of the samples that depends on their values only.
+
+        Samples are sorted by a random projection, so equal rows end up next to each other
+        wherever they were: sampling along this order picks the same row for a weight of 3
+        as for three copies of it.
+        """
+        direction = random_state.standard_normal(self.n_features)
+        key = self.dot_centers(direction[None, :])[:, 0]
+        return np.argsort(key, kind="stable")
+
+
+def _products(X, centers):
+    """``X @ centers.T`` as float64 on the host, for any kind of ``X``."""
+    centers = np.asarray(centers, dtype=X.dtype)
+    if is_normalized(X):
+        centers = X.backend.from_numpy(centers)
+    return np.asarray(to_host(matmul(X, centers.T)), dtype=np.float64).reshape(
+        X.shape[0], -1)
+
+
+def _exact_squared_distances(X, centers, chunk=2048):
+    """``||x - c||^2`` from the differences themselves, for a plain matrix.
+
+    Exact for a sample that sits on a center (the norm formula leaves rounding noise of the
+    size of ``||x||^2 * eps`` there, which a square root magnifies).
+    """
+    out = np.empty((X.shape[0], centers.shape[0]))
+    for start in range(0, X.shape[0], chunk):
+        rows = X[start:start + chunk]
+        rows = rows.toarray() if sp.issparse(rows) else rows
+        out[start:start + chunk] = cdist(np.asarray(rows, dtype=np.float64), centers,
+                                         "sqeuclidean")
+    return out
+
+
+def _partial_distances(cross, centers):
+    """``||c||^2 - 2 x.c`` from ``cross = X @ C.T`` (overwritten): distances less ``||x||^2``."""
+    cross *= -2.0
+    cross += (centers**2).sum(axis=1)[None, :]
+    return cross
+
+
+def _assign(partial):
+    """Label of the closest center (``||x||^2`` does not change the argmin)."""
+    return np.argmin(partial, axis=1).astype(np.int32)
+
+
+def _own_distances(space, partial, labels):
+    """Squared distance of each sample to the center of its label."""
+    return space.norms + partial[np.arange(space.n_samples), labels]
+
+
+def _lloyd(space, centers, max_iter, tol, verbose):
+    """Lloyd's iterations from ``centers``; scikit-learn's stopping rules."""
+    n_clusters = centers.shape[0]
+    weights = space.sample_weight
+    labels_old = np.full(space.n_samples, -1, dtype=np.int32)
+    strict = False
+    for iteration in range(max_iter):
+        partial = _partial_distances(space.dot_centers(centers), centers)
+        labels = _assign(partial)
+        new_centers = _update_centers(space, labels, partial, centers, weights, n_clusters)
+        if verbose:
+            print(f"Iteration {iteration}, inertia "
+                  f"{_inertia(space, partial, labels):.6g}.")
+        shift = ((new_centers - centers) ** 2).sum()
+        centers = new_centers
+        if np.array_equal(labels, labels_old):
+            strict = True
+            if verbose:
+                print(f"Converged at iteration {iteration}: strict convergence.")
+            break
+        if shift <= tol:
+            if verbose:
+                print(f"Converged at iteration {iteration}: center shift {shift} within "
+                      f"tolerance {tol}.")
+            break
+        labels_old = labels
+    partial = _partial_distances(space.dot_centers(centers), centers)
+    if not strict:
+        labels = _assign(partial)
+    return labels, _inertia(space, partial, labels), centers, iteration + 1
+
+
+def _update_centers(space, labels, partial, centers, weights, n_clusters):
+    """Weighted means of the clusters through ``X.T @ R``; empty clusters are relocated."""
+    assignment = sp.csr_matrix(
+        (weights, (np.arange(space.n_samples), labels)), shape=(space.n_samples, n_clusters)
+    )
+    sums = space.scatter(assignment).T
+    in_cluster = np.bincount(labels, weights=weights, minlength=n_clusters).astype(np.float64)
+    empty = np.flatnonzero(in_cluster == 0)
+    if empty.size:
+        # Like scikit-learn: the samples farthest from their centers found the empty clusters.
+        distances = _own_distances(space, partial, labels)
+        far = np.argsort(-distances, kind="stable")[: empty.size]
+        points = space.rows(far)
+        for cluster, sample, point in zip(empty, far, points):
+            weight = weights[sample]
+            sums[labels[sample]] -= weight * point
+            in_cluster[labels[sample]] -= weight
+            sums[cluster] = weight * point
+            in_cluster[cluster] = weight
+    out = centers.copy()
+    filled = in_cluster > 0
+    out[filled] = sums[filled] / in_cluster[filled, None]
+    return out
+
+
+def _inertia(space, partial, labels):
+    distances = _own_distances(space, partial, labels)
+    return float(space.sample_weight @ np.maximum(distances, 0.0))
+
+
+def _kmeans_plusplus(space, n_clusters, random_state):
+    """Greedy k-means++ seeding (D^2 sampling with a few trials per center).
+
+    Candidates are drawn by inverse transform sampling along :meth:`_Space.canonical_order`,
+    so the draw depends on the samples' values and weights, not on their order or on how a
+    weight is spelled (a weight of 2 or two copies).
+    """
+    order = space.canonical_order(random_state)
+    weights = space.sample_weight[order]
+    n_trials = 2 + int(np.log(n_clusters))
+    centers = np.empty((n_clusters, space.n_features))
+
+    def draw(potential, size):
+        cumulative = np.cumsum(potential)
+        picks = np.searchsorted(cumulative, random_state.uniform(size=size) * cumulative[-1])
+        return order[np.minimum(picks, len(order) - 1)]
+
+    def squared_distances(points):
+        cross = space.dot_centers(points)
+        values = space.norms[:, None] - 2.0 * cross + (points**2).sum(axis=1)[None, :]
+        return np.maximum(values, 0.0)[order]
+
+    first = draw(weights, 1)
+    centers[0] = space.rows(first)[0]
+    closest = squared_distances(centers[:1])[:, 0]
+    potential = float(weights @ closest)
+    for c in range(1, n_clusters):
+        if potential <= 0:
+            candidates = draw(weights, n_trials)
+        else:
+            candidates = draw(weights * closest, n_trials)
+        points = space.rows(candidates)
+        trial = np.minimum(closest[:, None], squared_distances(points))
+        potentials = weights @ trial
+        best = int(np.argmin(potentials))
+        centers[c] = points[best]
+        closest = trial[:, best]
+        potential = float(potentials[best])
+    return centers
+
+
+# ---------------------------------------------------------------------- helpers
+def _is_array(init):
+    return hasattr(init, "__array__") or isinstance(init, (list, tuple))
+
+
+def _check_centers(centers, n_clusters, n_features):
+    if centers.shape[0] != n_clusters:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of "
+            f"clusters {n_clusters}."
+        )
+    if centers.shape[1] != n_features:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of "
+            f"features of the data {n_features}."
+        )
+
+
+def _same_clustering(labels, other, n_clusters):
+    """Whether two labelings are the same partition, up to the names of the clusters."""
+    pairs = np.unique(labels.astype(np.int64) * n_clusters + other)
+    return len(pairs) == len(np.unique(labels)) == len(np.unique(other))
+
+
+__all__ = ["FactorizedKMeans"]

@@ -1,0 +1,231 @@
+"""Finding, loading and querying the trained cost model, with the heuristic as the fallback.
+
+The model is a CatBoost regressor for one fit on one candidate: of log10(seconds), or (the
+shipped one, metadata ``target``) of log10 of the seconds over the heuristic's estimate, a
+learned correction of the roofline. Where it comes from, first match wins:
+
+1. ``set_config(cost_model=path)`` (or ``"heuristic"`` to use the heuristic on purpose);
+2. ``cost_model.cbm`` in the per-user cache folder (written by ``python -m
+   sklearn_ilargi.calibrate`` on this machine);
+3. the model shipped inside the package.
+
+CatBoost is imported only here, and only when a model file is read: without CatBoost, without a
+file, or with an unreadable or foreign one, :func:`load_cost_model` warns once per process and
+returns the heuristic, so that a fit never fails for want of a cost model.
+"""
+
+import json
+import os
+import tempfile
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .._config import get_config
+from ._features import FEATURE_NAMES, model_row
+from ._hardware import cache_dir
+from ._heuristic import heuristic_seconds
+
+MODEL_FILENAME = "cost_model.cbm"
+SHIPPED_MODEL = Path(__file__).with_name(MODEL_FILENAME)
+HEURISTIC = "heuristic"
+_warned = set()
+
+
+class CostModelWarning(UserWarning):
+    """The trained cost model could not be used; the heuristic decides instead."""
+
+
+def _warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, CostModelWarning, stacklevel=4)
+
+
+def user_model_path():
+    """Where calibration saves a model for this user, and where the lookup finds it."""
+    return cache_dir() / MODEL_FILENAME
+
+
+class HeuristicCostModel:
+    """Predicts each candidate's seconds with :func:`heuristic_seconds`.
+
+    Attributes
+    ----------
+    source : str
+        ``"heuristic"``, plus why the trained model was not used.
+    gpu_trained : bool
+        Always True: the heuristic has a GPU formula.
+    """
+
+    gpu_trained = True
+
+    def __init__(self, why=""):
+        self.source = HEURISTIC + (f" ({why})" if why else "")
+
+    def predict_seconds(self, shared, candidate_rows):
+        """Seconds for each candidate's features (dicts from ``candidate_features``)."""
+        return [heuristic_seconds({**shared, **row}) for row in candidate_rows]
+
+
+class ObliviousTrees:
+    """A CatBoost model's symmetric trees, evaluated with numpy.
+
+    ``CatBoost.predict`` builds a ``Pool`` on every call, which alone takes milliseconds; a
+    fit's decision predicts two to four rows, so evaluating the trees directly keeps the
+    decision well inside its budget. The trees come from CatBoost's own JSON export.
+
+    Parameters
+    ----------
+    exported : dict
+        ``CatBoost.save_model(..., format="json")``, parsed.
+    """
+
+    def __init__(self, exported):
+        trees = exported["oblivious_trees"]
+        depth = max((len(t["splits"]) for t in trees), default=0)
+        n_trees = len(trees)
+        self.features = np.zeros((n_trees, depth), dtype=np.intp)
+        # Unused levels of shallower trees compare against +inf: always bit 0.
+        self.borders = np.full((n_trees, depth), np.inf)
+        self.leaves = np.zeros((n_trees, 2 ** depth))
+        for i, tree in enumerate(trees):
+            for level, split in enumerate(tree["splits"]):
+                if split.get("split_type", "FloatFeature") != "FloatFeature":
+                    raise ValueError("only numeric splits are supported")
+                self.features[i, level] = split["float_feature_index"]
+                self.borders[i, level] = split["border"]
+            values = tree["leaf_values"]
+            self.leaves[i, : len(values)] = values
+        self.weights = 1 << np.arange(depth)
+        scale, bias = exported.get("scale_and_bias", [1.0, [0.0]])
+        self.scale = float(scale)
+        self.bias = float(bias[0] if isinstance(bias, list) else bias)
+
+    def predict(self, X):
+        """Raw predictions (the regression value) for the rows of ``X``."""
+        X = np.asarray(X, dtype=np.float64)
+        bits = X[:, self.features] > self.borders  # (rows, trees, depth)
+        index = bits.astype(np.intp) @ self.weights
+        values = np.take_along_axis(self.leaves[None, :, :], index[:, :, None], axis=2)
+        return self.scale * values[:, :, 0].sum(axis=1) + self.bias
+
+
+def export_trees(model):
+    """:class:`ObliviousTrees` of a fitted or loaded CatBoost model."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.json")
+        model.save_model(path, format="json")
+        with open(path) as exported:
+            return ObliviousTrees(json.load(exported))
+
+
+class CatBoostCostModel:
+    """A trained CatBoost model of a candidate's time.
+
+    Parameters
+    ----------
+    model : catboost.CatBoost
+    path : str
+
+    Attributes
+    ----------
+    source : str
+    gpu_trained : bool
+        Whether GPU timings were part of its training data; without them the dispatcher does
+        not let it rank GPU candidates.
+    """
+
+    def __init__(self, model, path):
+        self.model = model
+        self.path = str(path)
+        metadata = dict(model.get_metadata())
+        self.gpu_trained = metadata.get("gpu_rows", "0") == "1"
+        self.relative = metadata.get("target") == "log10_seconds_over_heuristic"
+        self.n_measurements = metadata.get("n_measurements", "?")
+        self.source = f"catboost ({self.path})"
+        self.trees = export_trees(model)
+
+    def predict_seconds(self, shared, candidate_rows):
+        """Seconds for each candidate's features (dicts from ``candidate_features``)."""
+        rows = np.array([model_row(shared, row) for row in candidate_rows], dtype=np.float64)
+        log_seconds = self.trees.predict(rows)
+        if self.relative:
+            log_seconds = log_seconds + np.log10(
+                [max(heuristic_seconds({**shared, **row}), 1e-12) for row in candidate_rows])
+        return [float(v) for v in 10.0 ** log_seconds]
+
+
+def _read_catboost(path):
+    """A :class:`CatBoostCostModel` from ``path``, or the reason it cannot be one."""
+    try:
+        from catboost import CatBoostRegressor
+    except ImportError:
+        return None, "CatBoost is not installed"
+    if not os.path.isfile(path):
+        return None, f"no cost model file at {path}"
+    model = CatBoostRegressor()
+    try:
+        model.load_model(str(path))
+    except Exception as exc:  # CatBoost raises its own error types for damaged files
+        return None, f"the cost model file {path} is unreadable ({exc.__class__.__name__})"
+    names = list(model.feature_names_ or [])
+    if names != list(FEATURE_NAMES):
+        return None, (f"the cost model file {path} was trained on other features; "
+                      "re-run python -m sklearn_ilargi.calibrate")
+    try:
+        return CatBoostCostModel(model, path), None
+    except (ValueError, KeyError, OSError) as exc:
+        return None, f"the cost model file {path} cannot be evaluated ({exc})"
+
+
+@lru_cache(maxsize=8)
+def _load(path, mtime):
+    del mtime  # part of the cache key only: a rewritten file is read again
+    return _read_catboost(path)
+
+
+def _load_path(path):
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        mtime = None
+    return _load(str(path), mtime)
+
+
+def load_cost_model(setting=None):
+    """The cost model that decides fits now.
+
+    Parameters
+    ----------
+    setting : str, path or None
+        A model file, ``"heuristic"``, or None for ``get_config()["cost_model"]`` and then the
+        default lookup (user cache folder, then the shipped model).
+
+    Returns
+    -------
+    CatBoostCostModel or HeuristicCostModel
+    """
+    setting = get_config()["cost_model"] if setting is None else setting
+    if setting == HEURISTIC:
+        return HeuristicCostModel("chosen with set_config(cost_model='heuristic')")
+    if setting is not None:
+        model, why = _load_path(os.fspath(setting))
+        if model is None:
+            _warn_once(f"{why}; the cost model falls back to the heuristic (complexity ratio).")
+            return HeuristicCostModel(why)
+        return model
+    reasons = []
+    for path in (user_model_path(), SHIPPED_MODEL):
+        if not path.is_file():
+            continue
+        model, why = _load_path(path)
+        if model is not None:
+            return model
+        reasons.append(why)
+    why = "; ".join(dict.fromkeys(reasons)) or f"no cost model file (looked in {user_model_path()} and " \
+        f"{SHIPPED_MODEL})"
+    _warn_once(f"{why}; the cost model falls back to the heuristic (complexity ratio).")
+    return HeuristicCostModel(why)

@@ -1,0 +1,105 @@
+"""Turning measurements into the CatBoost cost model, and reading measurement files."""
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from ._features import FEATURE_NAMES, model_row
+from ._heuristic import heuristic_seconds
+
+#: The columns of a measurement file besides the features.
+ID_COLUMNS = ("scenario", "family", "workload", "workload_kind", "backend", "strategy",
+              "seconds", "repeats", "spread", "machine")
+MEASUREMENT_COLUMNS = ID_COLUMNS + FEATURE_NAMES
+#: What the model predicts: log10 of the measured seconds over the heuristic's estimate. The
+#: trees learn a correction of the roofline estimate, so that beyond the sizes seen in training
+#: (where trees are flat) predictions still scale with the work.
+TARGET = "log10_seconds_over_heuristic"
+TRAINING_PARAMS = {"iterations": 600, "depth": 6, "learning_rate": 0.06, "loss_function": "RMSE",
+                   "l2_leaf_reg": 3.0, "random_seed": 0}
+
+
+def read_measurements(path):
+    """A measurement file (CSV, optionally gzip-compressed, possibly appended to) as a frame."""
+    frame = pd.read_csv(path)
+    missing = [c for c in MEASUREMENT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path} is not a measurement file of this version; it lacks "
+                         f"{missing[:5]}{'...' if len(missing) > 5 else ''}.")
+    return frame
+
+
+def append_measurements(rows, path):
+    """Append measurement rows (dicts) to ``path``; write the header only for a new file."""
+    frame = pd.DataFrame(rows, columns=list(MEASUREMENT_COLUMNS))
+    new = not path.exists() or path.stat().st_size == 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A gzip file may hold several members: appending one per batch keeps earlier ones.
+    compression = "gzip" if str(path).endswith(".gz") else None
+    frame.to_csv(path, mode="w" if new else "a", header=new, index=False,
+                 compression=compression)
+
+
+def heuristic_log10(records):
+    """log10 of the heuristic's seconds for feature records (shared and candidate merged)."""
+    return np.log10([max(heuristic_seconds(r), 1e-12) for r in records])
+
+
+def training_matrix(frame):
+    """Model rows (``FEATURE_NAMES`` order, logs applied), targets and the heuristic offsets.
+
+    Returns
+    -------
+    X : ndarray of shape (n_measurements, n_features)
+    y : ndarray
+        ``log10(seconds) - offset``.
+    offset : ndarray
+        log10 of the heuristic's seconds, which a prediction adds back.
+    """
+    records = frame[list(FEATURE_NAMES)].to_dict("records")
+    X = np.array([model_row(record, {}) for record in records], dtype=np.float64)
+    offset = heuristic_log10(records)
+    if "seconds" in frame:
+        y = np.log10(frame["seconds"].to_numpy(dtype=np.float64)) - offset
+    else:
+        y = np.full(len(frame), np.nan)
+    return X, y, offset
+
+
+def predict_log10_seconds(model, frame):
+    """log10 of the seconds that ``model`` (a CatBoost regressor) predicts for measurement rows."""
+    X, _, offset = training_matrix(frame)
+    return model.predict(X) + offset
+
+
+def train_cost_model(frame, *, verbose=False, **params):
+    """Fit the CatBoost regressor of log10(seconds over the heuristic) on measurements.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows of a measurement file.
+    verbose : bool
+    **params
+        Override ``TRAINING_PARAMS``.
+
+    Returns
+    -------
+    catboost.CatBoostRegressor
+        Feature names set and metadata (``target``, ``gpu_rows``, ``n_measurements``,
+        ``machines``, ``created``) attached, ready for ``save_model``.
+    """
+    from catboost import CatBoostRegressor
+
+    X, y, _ = training_matrix(frame)
+    model = CatBoostRegressor(**{**TRAINING_PARAMS, **params}, verbose=verbose,
+                              allow_writing_files=False, thread_count=-1)
+    model.fit(pd.DataFrame(X, columns=list(FEATURE_NAMES)), y)
+    metadata = model.get_metadata()
+    metadata["target"] = TARGET
+    metadata["gpu_rows"] = "1" if (frame["backend"] == "gpu").any() else "0"
+    metadata["n_measurements"] = str(len(frame))
+    metadata["machines"] = ";".join(sorted(frame["machine"].astype(str).unique()))
+    metadata["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return model

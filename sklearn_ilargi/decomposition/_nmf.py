@@ -1,0 +1,550 @@
+"""Non-negative matrix factorization whose products run over the sources: FactorizedNMF."""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
+
+from ..base import FactorizedMixin, to_host
+from ..cost import OperationProfile
+from ..utils import gram, is_normalized, matmul, rmatmul, row_norms_squared, validate_input
+
+_EPSILON = np.finfo(np.float32).eps  # scikit-learn's floor for the multiplicative updates
+_INITS = ("random", "nndsvd", "nndsvda", "nndsvdar", "custom")
+
+
+class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                    BaseEstimator):
+    """Non-negative matrix factorization ``X ~ W H`` over the sources of a NormalizedMatrix.
+
+    The counterpart of :class:`sklearn.decomposition.NMF` for the Frobenius loss. Both solvers
+    need ``X`` only through ``X @ H.T`` (the ``W`` update) and ``X.T @ W`` (the ``H`` update),
+    which stay factorized; the rest works on ``n x k`` and ``k x c`` matrices. The
+    reconstruction error comes from ``||X||^2 - 2 <W, X H^T> + <W^T W, H H^T>``.
+
+    ``solver="cd"`` (coordinate descent) and ``solver="mu"`` (multiplicative updates) follow
+    scikit-learn's updates, stopping rules and regularization, so from the same initial
+    ``W`` and ``H`` the factorization is scikit-learn's. The NNDSVD initializations use the
+    exact singular vectors (from the ``c x c`` gram) where scikit-learn uses a randomized SVD.
+
+    ``transform`` solves for ``W`` with the components fixed, as scikit-learn does; unlike
+    scikit-learn, ``fit_transform(X)`` returns that same ``transform(X)`` (not the ``W`` of the
+    joint iterations), so the two always agree, also when the iterations stop early.
+
+    Parameters
+    ----------
+    n_components : int, "auto" or None, default="auto"
+        Rank ``k``. "auto": from ``W``/``H`` with ``init="custom"``, else ``n_features``
+        (as None does).
+    init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"} or None, default=None
+        None: "nndsvda" if ``k <= min(n_samples, n_features)``, else "random".
+    solver : {"cd", "mu"}, default="cd"
+    beta_loss : "frobenius" or 2, default="frobenius"
+        Only the Frobenius loss: the other beta-divergences need ``X / (W H)`` cell by cell,
+        which has no factorized form.
+    tol : float, default=1e-4
+    max_iter : int, default=200
+    random_state : int, RandomState instance or None, default=None
+    alpha_W : float, default=0.0
+    alpha_H : float or "same", default="same"
+    l1_ratio : float, default=0.0
+    verbose : int, default=0
+    shuffle : bool, default=False
+        Randomize the order of the coordinates in the "cd" solver.
+    strategy : {"auto", "factorized", "materialized"}, default="auto"
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        The factor ``H``.
+    n_components_ : int
+    reconstruction_err_ : float
+        Frobenius norm of ``X - W H`` at the end of the fit.
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    decision_ : sklearn_ilargi.cost.Decision
+    strategy_ : {"factorized", "materialized"}
+    backend_ : {"cpu", "gpu"}
+
+    See Also
+    --------
+    sklearn.decomposition.NMF : The scikit-learn counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedNMF, NormalizedMatrix
+    >>> fact = np.array([[1.0], [2.0], [3.0], [1.0], [2.0], [3.0]])
+    >>> dim = np.array([[1.0, 0.5], [0.2, 2.0]])
+    >>> X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(6), [0, 0, 0, 1, 1, 1]])
+    >>> nmf = FactorizedNMF(n_components=2, init="nndsvda", max_iter=500, random_state=0)
+    >>> W = nmf.fit_transform(X)
+    >>> W.shape, nmf.components_.shape
+    ((6, 2), (2, 3))
+    >>> round(nmf.reconstruction_err_, 3)
+    0.902
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None,
+                         StrOptions({"auto"})],
+        "init": [StrOptions(set(_INITS)), None],
+        "solver": [StrOptions({"cd", "mu"})],
+        "beta_loss": [StrOptions({"frobenius"}), Options(numbers.Real, {2})],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "alpha_W": [Interval(numbers.Real, 0, None, closed="left")],
+        "alpha_H": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"same"})],
+        "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
+        "verbose": ["verbose"],
+        "shuffle": ["boolean"],
+        "strategy": [StrOptions({"auto", "factorized", "materialized"})],
+        "backend": [StrOptions({"auto", "cpu", "gpu"})],
+    }
+
+    def __init__(self, n_components="auto", *, init=None, solver="cd", beta_loss="frobenius",
+                 tol=1e-4, max_iter=200, random_state=None, alpha_W=0.0, alpha_H="same",
+                 l1_ratio=0.0, verbose=0, shuffle=False, strategy="auto", backend="auto"):
+        self.n_components = n_components
+        self.init = init
+        self.solver = solver
+        self.beta_loss = beta_loss
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.alpha_W = alpha_W
+        self.alpha_H = alpha_H
+        self.l1_ratio = l1_ratio
+        self.verbose = verbose
+        self.shuffle = shuffle
+        self.strategy = strategy
+        self.backend = backend
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, W=None, H=None):
+        """Learn the factorization of ``X``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Non-negative.
+        y : None
+            Ignored.
+        W : array-like of shape (n_samples, n_components), default=None
+            Initial ``W`` with ``init="custom"``.
+        H : array-like of shape (n_components, n_features), default=None
+            Initial ``H`` with ``init="custom"``.
+
+        Returns
+        -------
+        self : FactorizedNMF
+        """
+        self._fit(X, W, H)
+        return self
+
+    def fit_transform(self, X, y=None, W=None, H=None):
+        """Learn the factorization of ``X`` and return ``transform(X)``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        W : array-like of shape (n_samples, n_components), default=None
+        H : array-like of shape (n_components, n_features), default=None
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        self._fit(X, W, H)
+        return self.transform(X)
+
+    def _fit(self, X, W, H):
+        self._validate_params()
+        X = validate_input(self, X, accept_sparse=("csr", "csc"))
+        _check_non_negative(X)
+        if self.solver == "mu" and self.init == "nndsvd":
+            warnings.warn(
+                "The multiplicative update ('mu') solver cannot update zeros present in the "
+                "initialization, and so leads to poorer results when used jointly with "
+                "init='nndsvd'. You may try init='nndsvda' or init='nndsvdar' instead.",
+                UserWarning,
+                stacklevel=3,
+            )
+        n_components = self._rank(X, H)
+        profile = OperationProfile(matmul=self.max_iter, rmatmul=self.max_iter,
+                                   width=n_components, iterations=self.max_iter,
+                                   name=type(self).__name__)
+        data = _Data(self._dispatch(X, profile))
+        if self.init == "custom":
+            W, H = _check_custom(W, H, n_components, X)
+        else:
+            if W is not None or H is not None:
+                warnings.warn(
+                    "When init!='custom', provided W or H are ignored. Set  init='custom' "
+                    "to use them as initialization.",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            W, H = _initialize(data, n_components, self.init, self.random_state)
+        W, H, n_iter = self._solve(data, W, H, update_H=True)
+        self.reconstruction_err_ = data.error(W, H)
+        self.n_components_ = H.shape[0]
+        self._n_features_out = self.n_components_
+        self.components_ = H
+        self.n_iter_ = n_iter
+
+    def _rank(self, X, H):
+        n_samples, n_features = X.shape
+        if self.n_components in (None, "auto"):
+            if self.init == "custom" and H is not None:
+                n_components = np.shape(H)[0]
+            else:
+                n_components = n_features
+        else:
+            n_components = self.n_components
+        if self.init not in (None, "random", "custom") and (
+                n_components > min(n_samples, n_features)):
+            raise ValueError(
+                f"init = '{self.init}' can only be used when n_components <= "
+                "min(n_samples, n_features)"
+            )
+        return n_components
+
+    def _regularization(self, shape):
+        n_samples, n_features = shape
+        alpha_H = self.alpha_W if self.alpha_H == "same" else self.alpha_H
+        return (
+            n_features * self.alpha_W * self.l1_ratio,
+            n_samples * alpha_H * self.l1_ratio,
+            n_features * self.alpha_W * (1.0 - self.l1_ratio),
+            n_samples * alpha_H * (1.0 - self.l1_ratio),
+        )
+
+    def _solve(self, data, W, H, update_H):
+        l1_W, l1_H, l2_W, l2_H = self._regularization(data.shape)
+        if self.solver == "cd":
+            W, H, n_iter = _coordinate_descent(
+                data, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H), update_H,
+                self.shuffle, self.random_state, self.verbose,
+            )
+        else:
+            W, H, n_iter = _multiplicative_update(
+                data, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H), update_H,
+                self.verbose,
+            )
+        if n_iter == self.max_iter and self.tol > 0:
+            warnings.warn(
+                f"Maximum number of iterations {self.max_iter} reached. Increase it to "
+                "improve convergence.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return W, H, n_iter
+
+    # ------------------------------------------------------------------ transform
+    def transform(self, X):
+        """``W`` for ``X`` with the components fixed.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Non-negative.
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        X = validate_input(self, X, accept_sparse=("csr", "csc"), reset=False)
+        _check_non_negative(X)
+        data = _Data(X)
+        H = self.components_
+        k = H.shape[0]
+        if self.solver == "mu":
+            W = np.full((X.shape[0], k), np.sqrt(data.mean() / k), dtype=H.dtype)
+        else:
+            W = np.zeros((X.shape[0], k), dtype=H.dtype)
+        W, _, _ = self._solve(data, W, H, update_H=False)
+        return W
+
+    def inverse_transform(self, X):
+        """Back to the data space: ``X @ components_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_components)
+            Transformed data (``W``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = check_array(X, accept_sparse=("csr", "csc"))
+        out = X @ self.components_
+        return out.toarray() if sp.issparse(out) else np.asarray(out)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+# ---------------------------------------------------------------------- the data
+class _Data:
+    """``X`` as the solvers see it: ``X @ H.T``, ``X.T @ W``, its norm and mean, host arrays."""
+
+    def __init__(self, X):
+        self.X = X
+        self.shape = X.shape
+        self.dtype = X.dtype
+        self._device = X.backend if is_normalized(X) else None
+        self._squared_norm = None
+
+    def _on_device(self, a):
+        a = np.ascontiguousarray(a, dtype=self.dtype)
+        return a if self._device is None else self._device.from_numpy(a)
+
+    def xht(self, H):
+        """``X @ H.T`` (n x k)."""
+        return np.asarray(to_host(matmul(self.X, self._on_device(H.T))), dtype=self.dtype)
+
+    def xtw(self, W):
+        """``X.T @ W`` (c x k)."""
+        return np.asarray(to_host(rmatmul(self.X, self._on_device(W))), dtype=self.dtype)
+
+    def gram(self):
+        return np.asarray(to_host(gram(self.X)), dtype=np.float64)
+
+    def mean(self):
+        if is_normalized(self.X):
+            return float(to_host(self.X.mean()))
+        return float(self.X.mean())
+
+    def squared_norm(self):
+        if self._squared_norm is None:
+            self._squared_norm = float(np.sum(to_host(row_norms_squared(self.X)),
+                                              dtype=np.float64))
+        return self._squared_norm
+
+    def error(self, W, H, xht=None):
+        """``||X - W H||_F``; directly for a dense array, else from the traces."""
+        if isinstance(self.X, np.ndarray):
+            return float(np.sqrt(np.sum((self.X - W @ H) ** 2, dtype=np.float64)))
+        xht = self.xht(H) if xht is None else xht
+        value = (self.squared_norm() - 2.0 * float(np.sum(W * xht, dtype=np.float64))
+                 + float(np.sum((W.T @ W) * (H @ H.T), dtype=np.float64)))
+        return float(np.sqrt(max(value, 0.0)))
+
+
+# ---------------------------------------------------------------------- initialization
+def _initialize(data, n_components, init, random_state):
+    n_samples, n_features = data.shape
+    dtype = data.dtype
+    if init is None:
+        init = "nndsvda" if n_components <= min(n_samples, n_features) else "random"
+    if init == "random":
+        avg = np.sqrt(data.mean() / n_components)
+        rng = check_random_state(random_state)
+        H = avg * rng.standard_normal(size=(n_components, n_features)).astype(dtype, copy=False)
+        W = avg * rng.standard_normal(size=(n_samples, n_components)).astype(dtype, copy=False)
+        return np.abs(W), np.abs(H)
+    U, S, V = _leading_singular_triplets(data, n_components)
+    W, H = _nndsvd(U, S, V)
+    if init == "nndsvda":
+        avg = data.mean()
+        W[W == 0] = avg
+        H[H == 0] = avg
+    elif init == "nndsvdar":
+        rng = check_random_state(random_state)
+        avg = data.mean()
+        W[W == 0] = abs(avg * rng.standard_normal(size=int((W == 0).sum())) / 100)
+        H[H == 0] = abs(avg * rng.standard_normal(size=int((H == 0).sum())) / 100)
+    return W.astype(dtype), H.astype(dtype)
+
+
+def _leading_singular_triplets(data, k):
+    """The top ``k`` singular triplets of ``X`` from the eigenvectors of its gram."""
+    values, vectors = np.linalg.eigh(data.gram())
+    order = np.argsort(values)[::-1][:k]
+    S = np.sqrt(np.maximum(values[order], 0.0))
+    V = vectors[:, order].T
+    projected = data.xht(V).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        U = np.where(S > 0, projected / S, 0.0)
+    return U, S, V
+
+
+def _nndsvd(U, S, V, eps=1e-6):
+    """Boutsidis and Gallopoulos' NNDSVD: each triplet's dominant non-negative part."""
+    W = np.zeros_like(U)
+    H = np.zeros_like(V)
+    W[:, 0] = np.sqrt(S[0]) * np.abs(U[:, 0])
+    H[0] = np.sqrt(S[0]) * np.abs(V[0])
+    for j in range(1, len(S)):
+        u, v = U[:, j], V[j]
+        positive = (np.maximum(u, 0), np.maximum(v, 0))
+        negative = (-np.minimum(u, 0), -np.minimum(v, 0))
+        norms_p = [np.linalg.norm(a) for a in positive]
+        norms_n = [np.linalg.norm(a) for a in negative]
+        if norms_p[0] * norms_p[1] > norms_n[0] * norms_n[1]:
+            (a, b), (na, nb) = positive, norms_p
+        else:
+            (a, b), (na, nb) = negative, norms_n
+        scale = np.sqrt(S[j] * na * nb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            W[:, j] = np.nan_to_num(scale * a / na)
+            H[j] = np.nan_to_num(scale * b / nb)
+    W[W < eps] = 0
+    H[H < eps] = 0
+    return W, H
+
+
+def _check_custom(W, H, n_components, X):
+    n_samples, n_features = X.shape
+    if W is None or H is None:
+        raise ValueError("init='custom' needs both W and H.")
+    out = []
+    for A, shape, whom in ((H, (n_components, n_features), "NMF (input H)"),
+                           (W, (n_samples, n_components), "NMF (input W)")):
+        A = check_array(A, dtype=None)
+        if A.shape != shape:
+            raise ValueError(
+                f"Array with wrong shape passed to {whom}. Expected {shape}, but got "
+                f"{A.shape}."
+            )
+        check_non_negative(A, whom)
+        out.append(A)
+    H, W = out
+    if H.dtype != X.dtype or W.dtype != X.dtype:
+        raise TypeError(
+            f"H and W should have the same dtype as X. Got H.dtype = {H.dtype} and "
+            f"W.dtype = {W.dtype}."
+        )
+    return W.copy(), H.copy()
+
+
+def _check_non_negative(X):
+    """scikit-learn's check, on a NormalizedMatrix through its sources (and offset)."""
+    if not is_normalized(X):
+        check_non_negative(X, "NMF (input X)")
+        return
+    lowest = np.full(X.shape[1], np.inf)
+    for block in X.blocks:
+        source = to_host(block.source)
+        if source.shape[0] == 0:
+            continue
+        low = source.min(axis=0)
+        low = low.toarray().ravel() if sp.issparse(low) else np.asarray(low).ravel()
+        lowest[block.columns] = np.minimum(lowest[block.columns], low)
+    if X.shift is not None:
+        shift = np.asarray(to_host(X.shift), dtype=np.float64)
+        # A cell is a source value plus the offset, or the offset alone where no row is.
+        lowest = np.minimum(lowest + shift, shift)
+    else:
+        lowest = np.minimum(lowest, 0.0)
+    if (lowest < 0).any():
+        raise ValueError("Negative values in data passed to NMF (input X)")
+
+
+# ---------------------------------------------------------------------- solvers
+def _multiplicative_update(data, W, H, tol, max_iter, reg_W, reg_H, update_H, verbose):
+    """Lee and Seung's updates for the Frobenius loss, with scikit-learn's schedule."""
+    (l1_W, l2_W), (l1_H, l2_H) = reg_W, reg_H
+    xht = data.xht(H)
+    error_at_init = data.error(W, H, xht)
+    previous_error = error_at_init
+    for n_iter in range(1, max_iter + 1):
+        if xht is None:
+            xht = data.xht(H)
+        denominator = W @ (H @ H.T)
+        if l1_W > 0:
+            denominator += l1_W
+        if l2_W > 0:
+            denominator = denominator + l2_W * W
+        denominator[denominator == 0] = _EPSILON
+        W = W * (xht / denominator)
+        if update_H:
+            numerator = data.xtw(W).T
+            denominator = (W.T @ W) @ H
+            if l1_H > 0:
+                denominator += l1_H
+            if l2_H > 0:
+                denominator = denominator + l2_H * H
+            denominator[denominator == 0] = _EPSILON
+            H = H * (numerator / denominator)
+            xht = None
+        if tol > 0 and n_iter % 10 == 0:
+            if xht is None and not isinstance(data.X, np.ndarray):
+                xht = data.xht(H)
+            error = data.error(W, H, xht)
+            if verbose:
+                print(f"Epoch {n_iter:02d} reached, error: {error:f}")
+            with np.errstate(divide="ignore", invalid="ignore"):
+                change = np.float64(previous_error - error) / error_at_init
+            if change < tol:
+                break
+            previous_error = error
+    return W, H, n_iter
+
+
+def _coordinate_descent(data, W, H, tol, max_iter, reg_W, reg_H, update_H, shuffle,
+                        random_state, verbose):
+    """Cyclic coordinate descent (Cichocki and Phan), with scikit-learn's schedule."""
+    # Column-major, so that the coordinate being updated is one contiguous column.
+    W = np.array(W, order="F")
+    Ht = np.array(H.T, order="F")
+    rng = check_random_state(random_state)
+    violation_init = None
+    for n_iter in range(1, max_iter + 1):
+        violation = _cd_pass(W, Ht, data.xht(Ht.T), *reg_W, shuffle, rng)
+        if update_H:
+            violation += _cd_pass(Ht, W, data.xtw(W), *reg_H, shuffle, rng)
+        if n_iter == 1:
+            violation_init = violation
+        if violation_init == 0:
+            break
+        if verbose:
+            print(f"violation: {violation / violation_init}")
+        if violation / violation_init <= tol:
+            if verbose:
+                print(f"Converged at iteration {n_iter}")
+            break
+    return np.ascontiguousarray(W), np.ascontiguousarray(Ht.T), n_iter
+
+
+def _cd_pass(W, Ht, xht, l1, l2, shuffle, rng):
+    """One sweep over the columns of ``W`` (in place); returns the projected-gradient norm.
+
+    Rows of ``W`` do not interact, so each coordinate is updated for all rows at once.
+    """
+    k = Ht.shape[1]
+    hht = Ht.T @ Ht
+    if l2 != 0.0:
+        hht.flat[:: k + 1] += l2
+    xht = np.asfortranarray(xht - l1 if l1 != 0.0 else xht)
+    order = rng.permutation(k) if shuffle else np.arange(k)
+    violation = 0.0
+    for t in order:
+        grad = W @ hht[t] - xht[:, t]
+        projected = np.where(W[:, t] == 0, np.minimum(grad, 0.0), grad)
+        violation += float(np.abs(projected).sum())
+        if hht[t, t] != 0:
+            W[:, t] = np.maximum(W[:, t] - grad / hht[t, t], 0.0)
+    return violation
+
+
+__all__ = ["FactorizedNMF"]

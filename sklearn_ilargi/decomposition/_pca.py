@@ -1,0 +1,290 @@
+"""Principal component analysis from the factorized, centered gram: FactorizedPCA."""
+
+import numbers
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..base import FactorizedMixin, to_host
+from .._sklearn_path import fit_joined, record_host_dispatch
+from ..cost import OperationProfile
+from ..utils import gram, is_normalized, matmul, validate_input
+
+try:  # Minka's MLE of the dimension; scikit-learn's own, to pick exactly the same rank.
+    from sklearn.decomposition._pca import _infer_dimension
+except ImportError:  # pragma: no cover - moved in a future scikit-learn
+    _infer_dimension = None
+
+
+class FactorizedPCA(FactorizedMixin, PCA):
+    """Principal component analysis over the sources of a NormalizedMatrix.
+
+    The counterpart of :class:`sklearn.decomposition.PCA`, which it extends. On a
+    NormalizedMatrix the fit is the eigendecomposition of the ``c x c`` covariance
+    ``(X.T @ X - n mean mean^T) / (n - 1)``, whose gram is computed over the sources and whose
+    centering is the rank-one correction (``svd_solver="covariance_eigh"`` semantics, for
+    every ``svd_solver``: the other solvers approximate the same decomposition). Signs follow
+    scikit-learn's convention (the largest entry of each component is positive). Plain numpy or
+    scipy.sparse input takes scikit-learn's own path.
+
+    Parameters
+    ----------
+    n_components : int, float, "mle" or None, default=None
+        As in :class:`~sklearn.decomposition.PCA`: a count, a share of variance to explain
+        (``0 < n_components < 1``), Minka's MLE, or all (``min(n_samples, n_features)``).
+    copy : bool, default=True
+    whiten : bool, default=False
+    svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
+        Used as in scikit-learn for plain input and for the materialized path.
+    tol : float, default=0.0
+    iterated_power : int or "auto", default="auto"
+    n_oversamples : int, default=10
+    power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+    random_state : int, RandomState instance or None, default=None
+    strategy : {"auto", "factorized", "materialized"}, default="auto"
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+    explained_variance_ : ndarray of shape (n_components,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+    singular_values_ : ndarray of shape (n_components,)
+    mean_ : ndarray of shape (n_features,)
+    n_components_ : int
+    n_samples_ : int
+    noise_variance_ : float
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    decision_ : sklearn_ilargi.cost.Decision
+    strategy_ : {"factorized", "materialized"}
+    backend_ : {"cpu", "gpu"}
+
+    See Also
+    --------
+    sklearn.decomposition.PCA : The scikit-learn counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedPCA, NormalizedMatrix
+    >>> fact = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
+    >>> dim = np.array([[0.0, 1.0], [2.0, 0.0], [1.0, 1.0]])
+    >>> X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(5), [0, 1, 2, 1, 0]])
+    >>> pca = FactorizedPCA(n_components=2, strategy="factorized").fit(X)
+    >>> pca.explained_variance_ratio_.round(4)
+    array([0.6579, 0.3317])
+    >>> pca.transform(X).shape
+    (5, 2)
+    """
+
+    _parameter_constraints: dict = {
+        **PCA._parameter_constraints,
+        "strategy": [StrOptions({"auto", "factorized", "materialized"})],
+        "backend": [StrOptions({"auto", "cpu", "gpu"})],
+    }
+
+    def __init__(self, n_components=None, *, copy=True, whiten=False, svd_solver="auto",
+                 tol=0.0, iterated_power="auto", n_oversamples=10,
+                 power_iteration_normalizer="auto", random_state=None, strategy="auto",
+                 backend="auto"):
+        super().__init__(
+            n_components=n_components, copy=copy, whiten=whiten, svd_solver=svd_solver,
+            tol=tol, iterated_power=iterated_power, n_oversamples=n_oversamples,
+            power_iteration_normalizer=power_iteration_normalizer, random_state=random_state,
+        )
+        self.strategy = strategy
+        self.backend = backend
+
+    def fit(self, X, y=None):
+        """Fit the model on ``X``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : FactorizedPCA
+        """
+        if not is_normalized(X):
+            record_host_dispatch(self, X)
+            return super().fit(X)
+        self._fit_normalized(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit the model on ``X`` and project ``X`` on the components.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        if not is_normalized(X):
+            record_host_dispatch(self, X)
+            return super().fit_transform(X)
+        self._fit_normalized(X)
+        return self.transform(X)
+
+    def _fit_normalized(self, X):
+        self._validate_params()
+        X = validate_input(self, X, reset=True)
+        n_samples, n_features = X.shape
+        n_components = _check_n_components(self.n_components, self.svd_solver,
+                                           n_samples, n_features)
+        prepared = self._dispatch(X, OperationProfile(gram=1, name=type(self).__name__))
+        if not is_normalized(prepared):
+            if hasattr(prepared, "toarray"):
+                prepared = prepared.toarray()  # PCA centers: the dense join is what it needs
+            fit_joined(super().fit, self, prepared)
+            return
+        dtype = X.dtype
+        mean = np.asarray(to_host(prepared.mean(axis=0)), dtype=np.float64)
+        covariance = np.asarray(to_host(gram(prepared)), dtype=np.float64)
+        covariance -= n_samples * np.outer(mean, mean)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            covariance /= n_samples - 1
+        variances, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
+        variances = np.maximum(variances[::-1], 0.0)
+        components = _flip_signs(vectors[:, ::-1].T)
+        total = variances.sum()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = variances / total
+        n_components = _select_n_components(n_components, variances, ratios, n_samples)
+        if n_components < min(n_features, n_samples):
+            noise = variances[n_components:].mean() if n_components < len(variances) else 0.0
+        else:
+            noise = 0.0
+        self.mean_ = mean.astype(dtype)
+        self.n_samples_ = n_samples
+        self.n_components_ = n_components
+        self.components_ = components[:n_components].astype(dtype)
+        self.explained_variance_ = variances[:n_components].astype(dtype)
+        self.explained_variance_ratio_ = ratios[:n_components].astype(dtype)
+        self.singular_values_ = np.sqrt(variances[:n_components] * (n_samples - 1)).astype(dtype)
+        self.noise_variance_ = float(noise)
+
+    def transform(self, X):
+        """Project ``X`` on the components: ``(X - mean_) @ components_.T``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        if not is_normalized(X):
+            return super().transform(X)
+        check_is_fitted(self)
+        X = validate_input(self, X, reset=False)
+        projection = self.components_.T.astype(X.dtype, copy=False)
+        out = np.asarray(to_host(matmul(X, X.backend.from_numpy(projection))))
+        out -= self.mean_ @ projection
+        if self.whiten:
+            scale = np.sqrt(self.explained_variance_)
+            scale[scale < np.finfo(scale.dtype).eps] = np.finfo(scale.dtype).eps
+            out /= scale
+        return out
+
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the probabilistic PCA model.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        if not is_normalized(X):
+            return super().score_samples(X)
+        check_is_fitted(self)
+        X = validate_input(self, X, reset=False)
+        precision = self.get_precision().astype(np.float64)
+        # x^T P x as a squared norm: P = Q diag(l) Q^T, so x^T P x = ||x^T Q sqrt(l)||^2.
+        values, vectors = np.linalg.eigh((precision + precision.T) / 2)
+        root = vectors * np.sqrt(np.maximum(values, 0.0))
+        centered = X - self.mean_.astype(X.dtype)
+        projected = np.asarray(to_host(matmul(centered, X.backend.from_numpy(
+            root.astype(X.dtype)))), dtype=np.float64)
+        sign, logdet = np.linalg.slogdet(precision)
+        logdet = logdet if sign > 0 else -np.inf
+        n_features = X.shape[1]
+        return -0.5 * (projected**2).sum(axis=1) - 0.5 * (
+            n_features * np.log(2.0 * np.pi) - logdet
+        )
+
+    def score(self, X, y=None):
+        """Average log-likelihood of the samples under the model.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+        """
+        if not is_normalized(X):
+            return super().score(X, y)
+        return float(np.mean(self.score_samples(X)))
+
+
+def _check_n_components(n_components, svd_solver, n_samples, n_features):
+    """``n_components`` checked against the data like scikit-learn does."""
+    limit = min(n_samples, n_features)
+    if n_components is None:
+        return limit - 1 if svd_solver == "arpack" else limit
+    if isinstance(n_components, str):  # "mle"
+        if n_samples < n_features:
+            raise ValueError(
+                "n_components='mle' is only supported if n_samples >= n_features"
+            )
+        return n_components
+    if isinstance(n_components, numbers.Integral):
+        if not 0 <= n_components <= limit:
+            raise ValueError(
+                f"n_components={n_components} must be between 0 and "
+                f"min(n_samples, n_features)={limit} with svd_solver={svd_solver!r}"
+            )
+        return int(n_components)
+    return n_components  # a share of variance in (0, 1), checked by the parameter constraints
+
+
+def _select_n_components(n_components, variances, ratios, n_samples):
+    if n_components == "mle":
+        if _infer_dimension is None:  # pragma: no cover
+            raise ValueError("n_components='mle' needs scikit-learn's _infer_dimension.")
+        return int(_infer_dimension(variances, n_samples))
+    if isinstance(n_components, numbers.Real) and 0 < n_components < 1.0:
+        cumulative = np.cumsum(ratios)
+        return int(np.searchsorted(cumulative, n_components, side="right") + 1)
+    return int(n_components)
+
+
+def _flip_signs(components):
+    """Make the largest-magnitude entry of every component positive (scikit-learn's rule)."""
+    if components.size == 0:
+        return components
+    largest = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), largest])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+__all__ = ["FactorizedPCA"]

@@ -1,0 +1,273 @@
+"""Standardization that keeps a NormalizedMatrix factorized: FactorizedStandardScaler."""
+
+import numpy as np
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from ..base import FactorizedMixin, to_host
+from .._sklearn_path import fit_joined, record_host_dispatch
+from ..cost import OperationProfile
+from ..utils import column_sums, is_normalized, validate_input
+
+_EPS = np.finfo(np.float64).eps
+
+
+class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
+    """Standardize features by removing the mean and scaling to unit variance.
+
+    The counterpart of :class:`sklearn.preprocessing.StandardScaler`, which it extends. On a
+    NormalizedMatrix the means and variances come from factorized column sums (no join), and
+    :meth:`transform` returns a NormalizedMatrix again: the scaling is applied to each source
+    column and the centering is kept as a rank-one offset, ``(X - mean_) / scale_``. So a
+    ``Pipeline([scaler, model])`` stays factorized end to end. Plain numpy or scipy.sparse input
+    behaves exactly like :class:`~sklearn.preprocessing.StandardScaler`.
+
+    Parameters
+    ----------
+    copy : bool, default=True
+        Plain input only: whether to scale a copy. A NormalizedMatrix is never modified: its
+        sources are shared or scaled into new arrays.
+    with_mean : bool, default=True
+        Center before scaling. Sparse plain input with ``with_mean=True`` raises, as in
+        scikit-learn; a NormalizedMatrix (even with sparse sources) is centered exactly through
+        its offset.
+    with_std : bool, default=True
+        Scale to unit variance.
+    strategy : {"auto", "factorized", "materialized"}, default="auto"
+        How :meth:`fit` computes the statistics of a NormalizedMatrix: over the sources, or on
+        the joined matrix. ``transform`` keeps a NormalizedMatrix factorized either way.
+    backend : {"auto", "cpu", "gpu"}, default="auto"
+
+    Attributes
+    ----------
+    scale_ : ndarray of shape (n_features,) or None
+        Per-feature scaling, ``sqrt(var_)`` with zeros (constant features) replaced by 1.
+    mean_ : ndarray of shape (n_features,) or None
+    var_ : ndarray of shape (n_features,) or None
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        From ``X.feature_names`` of a NormalizedMatrix, or the columns of a DataFrame.
+    n_samples_seen_ : int or float
+        Number of samples (sum of weights with ``sample_weight``).
+    decision_ : sklearn_ilargi.cost.Decision
+    strategy_ : {"factorized", "materialized"}
+    backend_ : {"cpu", "gpu"}
+
+    See Also
+    --------
+    sklearn.preprocessing.StandardScaler : The scikit-learn counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedStandardScaler, NormalizedMatrix
+    >>> fact = np.array([[1.0], [2.0], [3.0], [4.0]])
+    >>> dim = np.array([[10.0], [30.0]])
+    >>> X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(4), [0, 1, 1, 0]])
+    >>> scaler = FactorizedStandardScaler().fit(X)
+    >>> scaler.mean_
+    array([ 2.5, 20. ])
+    >>> Z = scaler.transform(X)
+    >>> Z
+    NormalizedMatrix(shape=(4, 2), dtype=float64, blocks=2, device='cpu', shifted)
+    >>> Z.materialize().round(3)
+    array([[-1.342, -1.   ],
+           [-0.447,  1.   ],
+           [ 0.447,  1.   ],
+           [ 1.342, -1.   ]])
+    """
+
+    _parameter_constraints: dict = {
+        **StandardScaler._parameter_constraints,
+        "strategy": [StrOptions({"auto", "factorized", "materialized"})],
+        "backend": [StrOptions({"auto", "cpu", "gpu"})],
+    }
+
+    def __init__(self, *, copy=True, with_mean=True, with_std=True, strategy="auto",
+                 backend="auto"):
+        super().__init__(copy=copy, with_mean=with_mean, with_std=with_std)
+        self.strategy = strategy
+        self.backend = backend
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute the mean and standard deviation of each feature.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Individual weights for each sample.
+
+        Returns
+        -------
+        self : FactorizedStandardScaler
+        """
+        self._reset()
+        return self.partial_fit(X, y, sample_weight)
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the mean and variance with one more batch of samples.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : FactorizedStandardScaler
+        """
+        if not is_normalized(X):
+            record_host_dispatch(self, X)
+            return super().partial_fit(X, y, sample_weight)
+        self._validate_params()
+        first_call = not hasattr(self, "n_samples_seen_")
+        X = validate_input(self, X, reset=first_call)
+        weights = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
+                                           dtype=np.float64)
+        prepared = self._dispatch(X, OperationProfile(rmatmul=2, name=type(self).__name__))
+        if not is_normalized(prepared):
+            if self.with_mean and hasattr(prepared, "toarray"):
+                prepared = prepared.toarray()  # the join of a NormalizedMatrix can be centered
+            fit_joined(super().partial_fit, self, prepared, y, weights)
+            return self
+        self._update_statistics(prepared, weights, first_call)
+        return self
+
+    def _update_statistics(self, X, weights, first_call):
+        n_features = X.shape[1]
+        count = float(X.shape[0]) if weights is None else float(weights.sum())
+        if not (self.with_mean or self.with_std):
+            seen = X.shape[0] if weights is None else float(X.shape[0])
+            previous = 0 if first_call else self.n_samples_seen_
+            self.mean_ = None
+            self.var_ = None
+            self.n_samples_seen_ = (np.int64 if weights is None else np.float64)(previous + seen)
+            self.scale_ = None
+            return
+        mean, m2 = _mean_and_sum_of_squares(X, weights)
+        if first_call or self.n_samples_seen_ == 0:
+            total = count
+        else:
+            seen = float(self.n_samples_seen_)
+            total = seen + count
+            old_mean = self.mean_
+            old_m2 = self.var_ * seen if self.var_ is not None else np.zeros(n_features)
+            delta = mean - old_mean
+            mean = old_mean + delta * (count / total)
+            m2 = old_m2 + m2 + delta**2 * (seen * count / total)
+        self.n_samples_seen_ = np.float64(total)
+        self.mean_ = mean
+        if self.with_std:
+            self.var_ = m2 / total if total > 0 else np.zeros(n_features)
+            self.scale_ = _scale_from_variance(self.var_, self.mean_, total)
+        else:
+            self.var_ = None
+            self.scale_ = None
+
+    def transform(self, X, copy=None):
+        """Standardize: ``(X - mean_) / scale_``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        copy : bool, default=None
+            Plain input only, as in scikit-learn.
+
+        Returns
+        -------
+        NormalizedMatrix, ndarray or sparse matrix
+            A NormalizedMatrix for a NormalizedMatrix input (still factorized: its sources
+            scaled per column, the centering as an offset).
+        """
+        if not is_normalized(X):
+            return super().transform(X, copy=copy)
+        check_is_fitted(self)
+        X = validate_input(self, X, reset=False)
+        out = X
+        if self.with_mean:
+            out = out - self.mean_.astype(X.dtype, copy=False)
+        if self.with_std:
+            out = out / self.scale_.astype(X.dtype, copy=False)
+        return out
+
+    def inverse_transform(self, X, copy=None):
+        """Undo the standardization: ``X * scale_ + mean_``.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+        copy : bool, default=None
+            Plain input only, as in scikit-learn.
+
+        Returns
+        -------
+        NormalizedMatrix, ndarray or sparse matrix
+        """
+        if not is_normalized(X):
+            return super().inverse_transform(X, copy=copy)
+        check_is_fitted(self)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        out = X
+        if self.with_std:
+            out = out * self.scale_.astype(X.dtype, copy=False)
+        if self.with_mean:
+            out = out + self.mean_.astype(X.dtype, copy=False)
+        return out
+
+
+def _mean_and_sum_of_squares(X, weights):
+    """Weighted column means and sums of squared deviations, over the sources.
+
+    The sum of squares is taken around a first estimate of the mean (``X - m0``, an exact
+    offset), which keeps the one-pass formula accurate when a column's mean is large against
+    its spread.
+    """
+    count = float(X.shape[0]) if weights is None else float(weights.sum())
+    backend = X.backend
+    w = None if weights is None else backend.from_numpy(weights.astype(X.dtype))
+    sums = np.asarray(to_host(column_sums(X, w)), dtype=np.float64)
+    if count == 0:
+        return np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    mean = sums / count
+    return mean, np.maximum(_column_sums_of_squares(X, mean, w), 0.0)
+
+
+def _column_sums_of_squares(X, center, weights):
+    """``sum_i w_i (x_ij - center_j)^2`` per column, without joining.
+
+    With ``X = B + 1 shift^T`` (``B`` unshifted) and ``d = shift - center``, this is
+    ``colsum(w B^2) + 2 d colsum(w B) + sum(w) d^2``; ``B^2`` is squared source by source.
+    """
+    base = X.with_shift(None)
+    offset = -np.asarray(center, dtype=np.float64)
+    if X.shift is not None:
+        offset = offset + np.asarray(to_host(X.shift), dtype=np.float64)
+    squared = np.asarray(to_host(column_sums(base.apply(np.square, name="square"), weights)),
+                         dtype=np.float64)
+    linear = np.asarray(to_host(column_sums(base, weights)), dtype=np.float64)
+    total = float(X.shape[0]) if weights is None else float(to_host(weights).sum())
+    return squared + 2.0 * offset * linear + total * offset**2
+
+
+def _scale_from_variance(var, mean, n_samples):
+    """``sqrt(var)`` with (near-)constant features given a scale of 1, like scikit-learn."""
+    scale = np.sqrt(var)
+    upper = n_samples * _EPS * var + (n_samples * mean * _EPS) ** 2
+    constant = (var <= upper) | (scale < 10 * _EPS)
+    scale[constant] = 1.0
+    return scale
+
+
+__all__ = ["FactorizedStandardScaler"]

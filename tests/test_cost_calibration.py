@@ -1,0 +1,71 @@
+"""Calibration, training and the evaluation metrics, on tiny runs (nothing here is timed)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_ilargi import config_context
+from sklearn_ilargi.cost import decide
+from sklearn_ilargi.cost._calibrate import calibrate
+from sklearn_ilargi.cost._evaluation import baseline_policies, cases_of, score
+from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
+from sklearn_ilargi.cost._train import read_measurements
+
+pytest.importorskip("catboost")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_scenarios_are_reproducible(family):
+    a = make_calibration_scenario(family, 3, size_scale=0.02)
+    b = make_calibration_scenario(family, 3, size_scale=0.02)
+    assert a.X.shape == b.X.shape and a.params == b.params
+    np.testing.assert_allclose(a.y_regression, b.y_regression)
+    if family == "left":
+        assert decide(a.X).features["missing_share"] > 0
+    if family == "sparse":
+        assert decide(a.X).features["sparse_sources"] == 1
+
+
+def test_calibrate_appends_and_trains(tmp_path):
+    output, model = tmp_path / "m.csv.gz", tmp_path / "m.cbm"
+    lines = []
+    kwargs = dict(output=output, model_path=model, per_family=1, repeats=1,
+                  families=("pkfk",), size_scale=0.02, log=lines.append)
+    first = calibrate(train=False, **kwargs)
+    assert first["model"] is None and first["rows"] > 0 and not first["errors"]
+    second = calibrate(seed=1, **kwargs)
+    frame = read_measurements(output)
+    assert len(frame) == first["rows"] + second["rows"]
+    assert set(frame["strategy"]) == {"factorized", "materialized"}
+    assert (frame["seconds"] > 0).all() and model.is_file()
+    assert any("[1/1]" in line for line in lines)
+    with config_context(cost_model=str(model)):
+        decision = decide(make_calibration_scenario("star", 0, 0.02).X)
+    assert decision.model.startswith("catboost") and "CPU-only" not in decision.reason
+
+
+def toy_measurements():
+    rows = []
+    for i, (fact, mat) in enumerate([(1.0, 2.0), (3.0, 1.0), (1.0, 1.5)]):
+        for strategy, seconds in (("factorized", fact), ("materialized", mat)):
+            rows.append({"scenario": f"s{i}", "family": "f", "workload": "w",
+                         "backend": "cpu", "strategy": strategy, "seconds": seconds,
+                         "tuple_ratio": 10.0 * (i != 1), "feature_ratio": 2.0,
+                         "flop_ratio": 2.0, "complexity_ratio": 2.0, "byte_ratio": 2.0})
+    return pd.DataFrame(rows)
+
+
+def test_metrics_against_the_oracle():
+    times, shared = cases_of(toy_measurements())
+    oracle = score(times, np.array(["cpu/factorized", "cpu/materialized", "cpu/factorized"]))
+    assert oracle["accuracy"] == 1.0 and oracle["saving_share"] == 1.0
+    assert oracle["worst_slowdown"] == 1.0 and oracle["f1"] == 1.0
+    fact = score(times, np.full(3, "cpu/factorized"))
+    # Possible saving 1 + 2 + 0.5; always factorizing saves 1 and 0.5 of it, loses case 2.
+    assert fact["saving_share"] == pytest.approx(1.5 / 3.5)
+    assert fact["worst_slowdown"] == pytest.approx(3.0)
+    assert fact["accuracy"] == pytest.approx(2 / 3)
+    # Against always materializing: possible 1 + 0 + 0.5, always factorizing gets 1 - 2 + 0.5.
+    assert fact["saving_vs_materialized"] == pytest.approx(-0.5 / 1.5)
+    morpheus = baseline_policies()["Morpheus rule (TR > 5 and FR > 1)"](shared)
+    assert list(morpheus) == ["cpu/factorized", "cpu/materialized", "cpu/factorized"]

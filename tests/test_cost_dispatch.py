@@ -1,0 +1,215 @@
+"""The dispatcher: the model or its fallback, infeasibility, forcing, determinism."""
+
+import importlib
+import inspect
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_ilargi import NormalizedMatrix, config_context
+from sklearn_ilargi.cost import CostModelWarning, OperationProfile, decide, record_decisions
+from sklearn_ilargi.cost import _dispatch, _model
+from sklearn_ilargi.cost._candidates import Candidate
+from sklearn_ilargi.cost._features import FEATURE_NAMES
+
+
+@pytest.fixture
+def fresh_model_cache(monkeypatch):
+    """Forget loaded models and given warnings, so each test sees its own setting."""
+    monkeypatch.setattr(_model, "_warned", set())
+    _model._load.cache_clear()
+    yield
+    _model._load.cache_clear()
+
+
+def redundant_star(n_target=2000, n_dim=20, dim_columns=30):
+    rng = np.random.default_rng(1)
+    fact = rng.random((n_target, 2))
+    dim = rng.random((n_dim, dim_columns))
+    return NormalizedMatrix.from_matrices(
+        [fact, dim], [np.arange(n_target), rng.integers(0, n_dim, n_target)])
+
+
+PROFILE = OperationProfile(matmul=20, rmatmul=20, iterations=20, name="test")
+
+
+def tiny_model(path, feature_names=FEATURE_NAMES):
+    catboost = pytest.importorskip("catboost")
+    rng = np.random.default_rng(0)
+    X = rng.random((40, len(feature_names)))
+    y = X[:, -1]  # anything learnable
+    model = catboost.CatBoostRegressor(iterations=5, depth=2, verbose=False,
+                                       allow_writing_files=False, random_seed=0)
+    model.fit(X, y)
+    model.set_feature_names(list(feature_names))
+    model.get_metadata()["gpu_rows"] = "0"
+    model.save_model(str(path))
+    return path
+
+
+def test_heuristic_on_purpose_does_not_warn(fresh_model_cache):
+    with config_context(cost_model="heuristic"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decision = decide(redundant_star(), PROFILE)
+    assert decision.model.startswith("heuristic")
+    assert set(decision.scores) == {("cpu", "factorized"), ("cpu", "materialized")}
+    assert decision.strategy == "factorized"  # tuple ratio 100, feature ratio 15
+
+
+def test_missing_model_file_warns_once_and_falls_back(fresh_model_cache, tmp_path):
+    with config_context(cost_model=str(tmp_path / "absent.cbm")):
+        with pytest.warns(CostModelWarning, match="heuristic"):
+            first = decide(redundant_star(), PROFILE)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            second = decide(redundant_star(), PROFILE)
+    assert first.model.startswith("heuristic") and second.strategy == first.strategy
+
+
+def test_corrupt_model_file_falls_back(fresh_model_cache, tmp_path):
+    path = tmp_path / "corrupt.cbm"
+    path.write_bytes(b"this is not a CatBoost model" * 10)
+    with config_context(cost_model=str(path)), pytest.warns(CostModelWarning, match="unreadable"):
+        decision = decide(redundant_star(), PROFILE)
+    assert decision.model.startswith("heuristic")
+    assert decision.strategy in ("factorized", "materialized")
+
+
+def test_model_with_other_features_falls_back(fresh_model_cache, tmp_path):
+    path = tiny_model(tmp_path / "other.cbm", [f"f{i}" for i in range(len(FEATURE_NAMES))])
+    with config_context(cost_model=str(path)), pytest.warns(CostModelWarning, match="features"):
+        assert decide(redundant_star(), PROFILE).model.startswith("heuristic")
+
+
+def test_without_catboost_falls_back(fresh_model_cache, tmp_path, monkeypatch):
+    path = tiny_model(tmp_path / "fine.cbm")
+    monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost raises ImportError
+    with config_context(cost_model=str(path)), pytest.warns(CostModelWarning, match="CatBoost"):
+        assert decide(redundant_star(), PROFILE).model.startswith("heuristic")
+
+
+def test_a_readable_model_is_used_silently(fresh_model_cache, tmp_path):
+    path = tiny_model(tmp_path / "fine.cbm")
+    with config_context(cost_model=str(path)), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decision = decide(redundant_star(), PROFILE)
+    assert decision.model.startswith("catboost")
+    assert all(seconds > 0 for seconds in decision.scores.values())
+    assert "cpu" in decision.explain() and "predicted" in decision.explain()
+
+
+def test_the_shipped_model_loads_if_present(fresh_model_cache):
+    if not _model.SHIPPED_MODEL.is_file():
+        pytest.skip("no shipped model in this checkout")
+    model, why = _model._read_catboost(_model.SHIPPED_MODEL)
+    assert why is None and model.gpu_trained in (True, False)
+
+
+def test_decisions_are_deterministic():
+    nm = redundant_star()
+    first, second = decide(nm, PROFILE), decide(nm, PROFILE)
+    assert (first.strategy, first.backend) == (second.strategy, second.backend)
+    assert first.scores == second.scores and first.features == second.features
+
+
+def test_infeasible_candidate_is_never_chosen(monkeypatch):
+    nm = redundant_star(n_target=3000, n_dim=3000, dim_columns=2)  # materializing looks cheap
+    monkeypatch.setattr(_dispatch, "available_memory", lambda: nm.nbytes)
+    with config_context(cost_model="heuristic"):
+        decision = decide(nm, OperationProfile(gram=1, rmatmul=1))
+    assert decision.strategy == "factorized"
+    assert Candidate("cpu", "materialized") in decision.infeasible
+    assert "infeasible" in decision.explain()
+
+
+def test_forced_strategy_overrides_the_model():
+    nm = redundant_star()
+    with config_context(cost_model="heuristic"):
+        assert decide(nm, PROFILE).strategy == "factorized"
+        forced = decide(nm, PROFILE, strategy="materialized")
+        assert forced.strategy == "materialized" and "forced" in forced.reason
+        with config_context(strategy="materialized"):
+            assert decide(nm, PROFILE).strategy == "materialized"
+
+
+def test_gpu_is_only_ranked_by_a_model_that_knows_gpus(monkeypatch):
+    monkeypatch.setattr(_dispatch, "gpu_available", lambda: True)
+    monkeypatch.setattr(_dispatch, "gpu_free_memory", lambda: 2**34)
+    with config_context(cost_model="heuristic"):
+        assert len(decide(redundant_star(), PROFILE).scores) == 4
+    monkeypatch.setattr(_model.HeuristicCostModel, "gpu_trained", False)
+    with config_context(cost_model="heuristic"):
+        decision = decide(redundant_star(), PROFILE)
+    assert decision.backend == "cpu" and len(decision.scores) == 2
+    assert "CPU-only" in decision.reason
+
+
+def test_forcing_the_gpu_without_one_is_a_clear_error():
+    if _dispatch.gpu_available():
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(RuntimeError, match="gpu"):
+        decide(redundant_star(), PROFILE, backend="gpu")
+
+
+def test_plain_input_and_missing_profile():
+    decision = decide(np.ones((4, 2)))
+    assert (decision.strategy, decision.backend) == ("materialized", "cpu")
+    with config_context(cost_model="heuristic"):
+        assert decide(redundant_star()).features["n_ops"] == 2
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="strategy"):
+        decide(redundant_star(), strategy="joined")
+    with pytest.raises(ValueError, match="backend"):
+        decide(redundant_star(), backend="tpu")
+
+
+def _estimator_classes():
+    from sklearn_ilargi.base import FactorizedMixin
+
+    found = []
+    for package in ("linear_model", "cluster", "decomposition", "preprocessing"):
+        try:
+            module = importlib.import_module(f"sklearn_ilargi.{package}")
+        except ImportError:
+            continue
+        for name in getattr(module, "__all__", dir(module)):
+            obj = getattr(module, name, None)
+            if inspect.isclass(obj) and issubclass(obj, FactorizedMixin):
+                found.append(obj)
+    return found
+
+
+@pytest.mark.parametrize("estimator_class", _estimator_classes(), ids=lambda c: c.__name__)
+def test_every_estimator_goes_through_the_dispatcher(estimator_class):
+    from sklearn.base import is_classifier, is_regressor
+
+    nm = redundant_star(n_target=200, n_dim=10, dim_columns=3)
+    rng = np.random.default_rng(0)
+    if is_classifier(estimator_class()):
+        y = np.arange(200) % 2
+    elif is_regressor(estimator_class()):
+        y = rng.random(200)
+    else:
+        y = None
+    with config_context(cost_model="heuristic"):
+        for strategy in ("auto", "factorized", "materialized"):
+            with record_decisions() as decisions:
+                fitted = estimator_class(strategy=strategy).fit(nm, y)
+            assert decisions, f"{estimator_class.__name__} did not call decide()"
+            assert fitted.decision_ is decisions[-1]
+            if strategy != "auto":
+                assert fitted.decision_.strategy == strategy
+
+
+def test_tree_evaluation_matches_catboost(tmp_path):
+    catboost = pytest.importorskip("catboost")
+    path = tiny_model(tmp_path / "fine.cbm")
+    model = catboost.CatBoostRegressor()
+    model.load_model(str(path))
+    rows = np.random.default_rng(3).random((7, len(FEATURE_NAMES)))
+    np.testing.assert_allclose(_model.export_trees(model).predict(rows), model.predict(rows),
+                               rtol=1e-12, atol=1e-12)

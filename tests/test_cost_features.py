@@ -1,0 +1,124 @@
+"""Feature extraction of the cost model on scenarios whose numbers are known by hand."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi.cost import OperationProfile
+from sklearn_ilargi.cost._candidates import Candidate, candidates, infeasibility
+from sklearn_ilargi.cost._features import (
+    FEATURE_NAMES,
+    candidate_features,
+    data_features,
+    fit_features,
+    model_row,
+)
+from sklearn_ilargi.cost._heuristic import heuristic_seconds
+
+HARDWARE = {"cores": 2.0, "blas_threads": 2.0, "bandwidth_gbs": 10.0, "gpu_memory": 0.0,
+            "gpu_sms": 0.0, "gpu_bandwidth_gbs": 0.0}
+
+
+def star(n_target=100, n_dim=10, fact_columns=3, dim_columns=4, missing=0.0, sparse_dim=False):
+    rng = np.random.default_rng(0)
+    fact = rng.random((n_target, fact_columns))
+    dim = rng.random((n_dim, dim_columns))
+    if sparse_dim:
+        dim[:, 1:] = 0.0
+        dim = sp.csr_matrix(dim)
+    row_map = np.arange(n_target) % n_dim
+    row_map[: int(missing * n_target)] = -1
+    return NormalizedMatrix.from_matrices([fact, dim], [np.arange(n_target), row_map])
+
+
+def test_star_data_features():
+    f = data_features(star())
+    assert f["n_rows"] == 100 and f["n_columns"] == 7
+    assert f["n_blocks"] == 2 and f["n_sources"] == 2
+    assert f["fact_columns"] == 3 and f["dim_columns"] == 4
+    assert f["dim_rows_sum"] == 10 and f["dim_rows_max"] == 10
+    assert f["tuple_ratio"] == pytest.approx(10.0)
+    assert f["feature_ratio"] == pytest.approx(4 / 3)
+    assert f["missing_share"] == 0.0
+    assert f["mat_bytes"] == 100 * 7 * 8
+    assert f["fact_bytes"] == (100 * 3 + 10 * 4) * 8 + 100 * np.dtype(np.int32).itemsize
+    assert f["byte_ratio"] == pytest.approx(f["mat_bytes"] / f["fact_bytes"])
+    assert f["source_density"] == 1.0 and f["mat_sparse"] == 0.0
+
+
+def test_missing_rows_and_sparsity():
+    f = data_features(star(missing=0.5, sparse_dim=True))
+    # Half of the dimension's 4 columns' cells are missing: 200 of 700 cells.
+    assert f["missing_share"] == pytest.approx(200 / 700)
+    assert f["sparse_sources"] == 1.0
+    assert f["source_nnz"] == 100 * 3 + 10
+    # 50 present target rows, each with one of the dimension's nonzeros.
+    assert f["mat_nnz"] == pytest.approx(300 + 50)
+
+
+def test_fact_only_has_unit_ratios():
+    nm = NormalizedMatrix.from_matrices([np.ones((5, 2))], [np.arange(5)])
+    f = data_features(nm)
+    assert f["tuple_ratio"] == 1.0 and f["feature_ratio"] == 0.0 and f["dim_columns"] == 0
+
+
+def test_costs_grow_with_the_profile():
+    nm = star(n_target=1000)
+    one = fit_features(nm, OperationProfile(matmul=1, rmatmul=1), HARDWARE)
+    ten = fit_features(nm, OperationProfile(matmul=10, rmatmul=10), HARDWARE)
+    assert ten["mat_flops"] == pytest.approx(10 * one["mat_flops"])
+    assert ten["fact_flops"] == pytest.approx(10 * one["fact_flops"])
+    # Building T is paid once, whatever the number of passes.
+    assert ten["build_bytes"] == one["build_bytes"]
+    # Dense materialized matmul: 2 * n * c FLOPs per pass.
+    assert one["mat_flops"] == pytest.approx(2 * 2 * 1000 * 7)
+    gram = fit_features(nm, OperationProfile(gram=1), HARDWARE)
+    assert gram["mat_flops"] == pytest.approx(2 * 1000 * 7 * 7)
+    assert gram["n_ops"] == 1 and gram["gram"] == 1
+
+
+def test_redundancy_shows_in_the_ratios():
+    low = fit_features(star(n_target=100, n_dim=100), OperationProfile(matmul=5), HARDWARE)
+    high = fit_features(star(n_target=10000, n_dim=10, dim_columns=40),
+                        OperationProfile(matmul=5), HARDWARE)
+    assert high["flop_ratio"] > low["flop_ratio"]
+    assert high["byte_ratio"] > 2 > low["byte_ratio"]
+
+
+def test_candidate_rows():
+    shared = fit_features(star(), OperationProfile(matmul=3, rmatmul=3), HARDWARE)
+    fact = candidate_features(shared, "cpu", "factorized")
+    mat = candidate_features(shared, "cpu", "materialized")
+    assert fact["path_build_bytes"] == 0 and mat["path_build_bytes"] > 0
+    assert fact["path_flops"] == shared["fact_flops"]
+    assert mat["path_memory"] > fact["path_memory"]
+    gpu = candidate_features(shared, "gpu", "factorized")
+    assert gpu["is_gpu"] == 1 and gpu["path_transfer_bytes"] == shared["fact_bytes"]
+    row = model_row(shared, fact)
+    assert len(row) == len(FEATURE_NAMES) and all(np.isfinite(row))
+    assert heuristic_seconds({**shared, **fact}) > 0
+    assert heuristic_seconds({**shared, **gpu}) > 0
+
+
+def test_candidates_follow_what_is_forced():
+    assert candidates(gpu=False) == [Candidate("cpu", "factorized"),
+                                     Candidate("cpu", "materialized")]
+    assert len(candidates(gpu=True)) == 4
+    assert candidates("materialized", "auto", gpu=True) == [
+        Candidate("cpu", "materialized"), Candidate("gpu", "materialized")]
+    assert candidates("factorized", "gpu", gpu=True) == [Candidate("gpu", "factorized")]
+
+
+def test_infeasibility():
+    mat = Candidate("cpu", "materialized")
+    assert infeasibility(mat, 10, host_available=1e9, device_available=0, mat_bytes=5) is None
+    why = infeasibility(mat, 2e9, host_available=1e9, device_available=0, mat_bytes=2e9)
+    assert "materialized matrix" in why
+    gpu = Candidate("gpu", "factorized")
+    why = infeasibility(gpu, 5e9, host_available=1e12, device_available=1e9, mat_bytes=1)
+    assert "GPU" in why
+    # The sources already held on the host do not count twice.
+    fact = Candidate("cpu", "factorized")
+    assert infeasibility(fact, 1e9, host_available=0.5e9, device_available=0, mat_bytes=1,
+                         resident_bytes=0.9e9) is None
