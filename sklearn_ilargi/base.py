@@ -7,9 +7,11 @@ An estimator that mixes in :class:`FactorizedMixin` has the parameters ``strateg
 path wants it (still factorized, joined, or moved to the GPU).
 """
 
+import functools
+
 import numpy as np
 
-from .backend import backend_of
+from .backend import backend_of, call_with_cpu_fallback
 from .cost import decide, prepare
 
 
@@ -44,11 +46,40 @@ class FactorizedMixin:
         X : NormalizedMatrix, ndarray or sparse matrix
             Factorized or joined, on the chosen device.
         """
-        decision = decide(X, profile, strategy=self.strategy, backend=self.backend)
+        backend = getattr(self, "_backend_after_device_failure", self.backend)
+        decision = decide(X, profile, strategy=self.strategy, backend=backend)
         self.decision_ = decision
         self.strategy_ = decision.strategy
         self.backend_ = decision.backend
         return prepare(X, decision)
+
+
+def falls_back_to_cpu(fit):
+    """Decorate an estimator's ``fit``: if the GPU runs out of memory, fit again on the CPU.
+
+    The CPU fit warns with :class:`~sklearn_ilargi.backend.DeviceMemoryWarning` and gives the
+    same model; any other error propagates. The input's cached device copy is dropped first.
+    """
+
+    @functools.wraps(fit)
+    def fit_with_fallback(self, X, *args, **kwargs):
+        def on_cpu():
+            self._backend_after_device_failure = "cpu"
+            try:
+                return fit(self, X, *args, **kwargs)
+            finally:
+                del self._backend_after_device_failure
+
+        def drop_device_copy():
+            if hasattr(X, "blocks"):  # a NormalizedMatrix caches its device copy
+                vars(X).pop("_device_copies", None)
+
+        return call_with_cpu_fallback(
+            lambda: fit(self, X, *args, **kwargs), on_cpu,
+            what=f"{type(self).__name__}.{fit.__name__}", cleanup=drop_device_copy,
+        )
+
+    return fit_with_fallback
 
 
 def to_host(a):

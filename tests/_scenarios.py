@@ -19,7 +19,7 @@ JOIN_KINDS = ("fact", "inner", "left", "many_to_many", "union", "snowflake")
 def random_source(rng, n_rows, n_columns, *, sparse, dtype):
     values = rng.standard_normal((n_rows, n_columns)).astype(dtype)
     if sparse:
-        values[rng.random(values.shape) < 0.6] = 0
+        values[rng.random(values.shape) < 0.9] = 0  # mostly below 1/6 full: stays sparse
         return sp.csr_matrix(values)
     return values
 

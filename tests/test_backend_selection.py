@@ -34,7 +34,7 @@ from sklearn_ilargi.backend import (
     to_numpy,
 )
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
-from sklearn_ilargi.cost import decide, fit_with_fallback, prepare
+from sklearn_ilargi.cost import decide, prepare
 from sklearn_ilargi.cost import _dispatch
 
 
@@ -275,28 +275,35 @@ def test_fallback_not_taken_when_the_device_succeeds():
         assert call_with_cpu_fallback(lambda: "gpu", lambda: "cpu") == "gpu"
 
 
-def test_fit_with_fallback_reruns_on_cpu(monkeypatch, star):
-    prepared = []
-    monkeypatch.setattr(_dispatch, "prepare",
-                        lambda X, decision: prepared.append(decision.backend) or X)
-    vars(star)["_device_copies"] = {"gpu": object()}
-    decision = _dispatch.Decision("factorized", "gpu", "test")
+@pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
+def test_fit_out_of_gpu_memory_reruns_on_cpu(monkeypatch, star, cls):
+    """Every estimator: a device out-of-memory error means a warning and the CPU model."""
+    import sklearn_ilargi.base as base
 
-    def fit(X, used):
-        if used.backend == "gpu":
+    real_decide, real_prepare = base.decide, base.prepare
+
+    def decide_gpu(X, profile=None, *, strategy="auto", backend="auto"):
+        decision = real_decide(X, profile, strategy=strategy, backend="cpu")
+        decision.backend = "cpu" if backend == "cpu" else "gpu"
+        return decision
+
+    def prepare_or_fail(X, decision):
+        if decision.backend == "gpu":
             raise OutOfMemoryError("Out of memory allocating 1 bytes")
-        return X.gram(), used
+        return real_prepare(X, decision)
 
-    with pytest.warns(DeviceMemoryWarning):
-        gram, used = fit_with_fallback(fit, star, decision, what="The test fit")
-    assert prepared == ["gpu", "cpu"]
-    assert used.backend == "cpu" and decision.backend == "gpu"
+    seeded = {"random_state": 0} if "random_state" in cls().get_params() else {}
+    args = fit_arguments(cls(), star)
+    reference = cls(strategy="factorized", backend="cpu", **seeded).fit(*args)
+    monkeypatch.setattr(base, "decide", decide_gpu)
+    monkeypatch.setattr(base, "prepare", prepare_or_fail)
+    vars(star)["_device_copies"] = {"gpu": object()}
+    estimator = cls(strategy="factorized", **seeded)
+    with pytest.warns(DeviceMemoryWarning, match=f"{cls.__name__}.*ran out of GPU memory"):
+        estimator.fit(*args)
+    assert estimator.backend_ == "cpu"
     assert "_device_copies" not in vars(star)
-    assert_allclose(gram, star.materialize().T @ star.materialize())
-
-
-def test_fit_with_fallback_on_cpu_runs_once(star):
-    decision = decide(star, strategy="factorized", backend="cpu")
-    calls = []
-    fit_with_fallback(lambda X, d: calls.append((X, d)), star, decision)
-    assert calls == [(star, decision)]
+    assert not hasattr(estimator, "_backend_after_device_failure")
+    for name in ("coef_", "cluster_centers_", "components_", "mean_"):
+        if hasattr(reference, name):
+            assert_allclose(getattr(estimator, name), getattr(reference, name))

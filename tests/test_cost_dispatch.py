@@ -213,3 +213,14 @@ def test_tree_evaluation_matches_catboost(tmp_path):
     rows = np.random.default_rng(3).random((7, len(FEATURE_NAMES)))
     np.testing.assert_allclose(_model.export_trees(model).predict(rows), model.predict(rows),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_a_forced_gpu_is_ranked_by_the_heuristic_without_gpu_timings(monkeypatch):
+    monkeypatch.setattr(_dispatch, "get_backend", lambda name: None)  # pretend it is usable
+    monkeypatch.setattr(_dispatch, "gpu_free_memory", lambda: 2**34)
+    monkeypatch.setattr(_model.HeuristicCostModel, "gpu_trained", False)
+    with config_context(cost_model="heuristic"):
+        decision = decide(redundant_star(), PROFILE, backend="gpu")
+    assert decision.backend == "gpu" and set(decision.scores) == {
+        ("gpu", "factorized"), ("gpu", "materialized")}
+    assert "no GPU timings" in decision.model

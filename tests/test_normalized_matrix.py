@@ -272,3 +272,19 @@ def test_attributes():
     assert list(nm[:, [4, 0]].feature_names) == ["c2", "a"]
     assert "NormalizedMatrix(shape=(4, 5)" in repr(nm)
     assert nm.nbytes > 0
+
+
+@pytest.mark.parametrize("max_columns, rows_per_slice", [(0, 1 << 18), (10**6, 7)])
+def test_both_ways_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, rows_per_slice):
+    """Co-occurrence matrix, or gather-and-scatter in slices of rows: the same gram."""
+    from sklearn_ilargi.ops import _products
+
+    monkeypatch.setattr(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns)
+    monkeypatch.setattr(_products, "ROWS_PER_SLICE", rows_per_slice)
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        scenario = random_scenario(rng, n_sources=4, n_target=30)
+        nm, T = build(scenario), reference_matrix(*scenario)
+        weights = rng.random(30)
+        close(nm.gram(), T.T @ T)
+        close(nm.gram(weights), T.T @ (weights[:, None] * T))

@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
 
-from ..base import FactorizedMixin, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from ..cost import OperationProfile
 from ..utils import is_normalized, matmul, rmatmul, row_norms_squared, validate_input
 
@@ -119,6 +119,7 @@ default="k-means++"
         self.backend = backend
 
     # ------------------------------------------------------------------ fit
+    @falls_back_to_cpu
     def fit(self, X, y=None, sample_weight=None):
         """Compute the k-means clustering.
 

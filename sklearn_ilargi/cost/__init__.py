@@ -4,7 +4,6 @@ from ._dispatch import (
     Decision,
     OperationProfile,
     decide,
-    fit_with_fallback,
     prepare,
     record_decisions,
 )
@@ -15,7 +14,6 @@ __all__ = [
     "Decision",
     "OperationProfile",
     "decide",
-    "fit_with_fallback",
     "load_cost_model",
     "prepare",
     "record_decisions",

@@ -69,8 +69,9 @@ def infeasibility(candidate, path_memory, *, host_available, device_available, m
     if candidate.backend == "gpu" and path_memory > MEMORY_HEADROOM * device_available:
         return (f"the path needs {_gb(path_memory)} on the GPU, which has "
                 f"{_gb(device_available)} free")
-    if candidate.backend == "cpu" and path_memory - resident_bytes > MEMORY_HEADROOM * host_available:
-        return (f"the path needs {_gb(path_memory - resident_bytes)} more but the host has "
+    extra = path_memory - resident_bytes
+    if candidate.backend == "cpu" and extra > MEMORY_HEADROOM * host_available:
+        return (f"the path needs {_gb(extra)} more but the host has "
                 f"{_gb(host_available)} available")
     return None
 

@@ -10,17 +10,17 @@ candidates; it is never overridden.
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._config import get_config
-from ..backend import call_with_cpu_fallback, get_backend, gpu_available, to_numpy
+from ..backend import get_backend, gpu_available, to_numpy
 from ..normalized import NormalizedMatrix
 from ._candidates import Candidate, candidates, infeasibility
 from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
-from ._model import load_cost_model
+from ._model import HeuristicCostModel, load_cost_model
 
 FACTORIZE_BYTE_RATIO = 1.5
 _STRATEGIES = ("auto", "factorized", "materialized")
@@ -205,6 +205,8 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
         gpu = False
         notes.append("GPU not considered: the cost model has no GPU timings (CPU-only model)")
     pool = candidates(strategy, backend, gpu=gpu)
+    if not model.gpu_trained and any(c.backend == "gpu" for c in pool):
+        model = HeuristicCostModel("the cost model has no GPU timings to rank GPU paths with")
     shared = fit_features(X, profile, hardware_info())
     rows = [candidate_features(shared, c.backend, c.strategy) for c in pool]
     host = available_memory()
@@ -274,48 +276,3 @@ def prepare(X, decision):
     if decision.backend == "cpu":
         return to_numpy(X)
     return get_backend(decision.backend).from_numpy(X)
-
-
-def fit_with_fallback(fit, X, decision, *, what="The fit"):
-    """``fit(prepare(X, decision), decision)``, run again on the CPU if the GPU runs out of memory.
-
-    Parameters
-    ----------
-    fit : callable
-        ``fit(X_prepared, decision)`` does the whole fit on the prepared input and returns what
-        the caller wants back; it must not depend on state left by an earlier, failed call.
-    X : NormalizedMatrix, ndarray or sparse matrix
-        The input as the user gave it.
-    decision : Decision
-        From :func:`decide`.
-    what : str, optional
-        How the warning names the work (e.g. ``"FactorizedRidge.fit"``).
-
-    Returns
-    -------
-    object
-        What ``fit`` returned, from the GPU run or else from the CPU run; the CPU run receives
-        a copy of ``decision`` with ``backend="cpu"``.
-
-    Warns
-    -----
-    sklearn_ilargi.backend.DeviceMemoryWarning
-        When the GPU ran out of memory and the CPU run replaced it.
-    """
-    if decision.backend == "cpu":
-        return fit(prepare(X, decision), decision)
-    on_cpu = replace(
-        decision, backend="cpu",
-        reason=f"{decision.reason}; run on the CPU after the GPU ran out of memory",
-    )
-
-    def drop_device_copy():
-        if isinstance(X, NormalizedMatrix):
-            X.__dict__.pop("_device_copies", None)  # the cache NormalizedMatrix.to keeps
-
-    return call_with_cpu_fallback(
-        lambda: fit(prepare(X, decision), decision),
-        lambda: fit(prepare(X, on_cpu), on_cpu),
-        what=what,
-        cleanup=drop_device_copy,
-    )

@@ -21,7 +21,9 @@ _HARDWARE_FILE = "hardware.json"
 
 
 def cache_dir():
-    """The per-user cache folder (``$SKLEARN_ILARGI_CACHE``, else ``$XDG_CACHE_HOME`` or ``~/.cache``).
+    """The per-user cache folder.
+
+    ``$SKLEARN_ILARGI_CACHE``, else ``sklearn_ilargi`` under ``$XDG_CACHE_HOME`` or ``~/.cache``.
 
     Returns
     -------

@@ -214,7 +214,7 @@ def load_cost_model(setting=None):
     if setting is not None:
         model, why = _load_path(os.fspath(setting))
         if model is None:
-            _warn_once(f"{why}; the cost model falls back to the heuristic (complexity ratio).")
+            _warn_once(f"{why}; the cost model falls back to the heuristic (roofline estimate).")
             return HeuristicCostModel(why)
         return model
     reasons = []
@@ -225,7 +225,7 @@ def load_cost_model(setting=None):
         if model is not None:
             return model
         reasons.append(why)
-    why = "; ".join(dict.fromkeys(reasons)) or f"no cost model file (looked in {user_model_path()} and " \
-        f"{SHIPPED_MODEL})"
-    _warn_once(f"{why}; the cost model falls back to the heuristic (complexity ratio).")
+    why = "; ".join(dict.fromkeys(reasons)) or (
+        f"no cost model file (looked in {user_model_path()} and {SHIPPED_MODEL})")
+    _warn_once(f"{why}; the cost model falls back to the heuristic (roofline estimate).")
     return HeuristicCostModel(why)

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
-from ..base import FactorizedMixin, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from ..cost import OperationProfile
 from ..utils import gram, is_normalized, matmul, rmatmul, row_norms_squared, validate_input
 
@@ -169,6 +169,7 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         self._fit(X, W, H)
         return self.transform(X)
 
+    @falls_back_to_cpu
     def _fit(self, X, W, H):
         self._validate_params()
         X = validate_input(self, X, accept_sparse=("csr", "csc"))

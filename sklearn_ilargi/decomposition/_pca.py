@@ -7,7 +7,7 @@ from sklearn.decomposition import PCA
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import FactorizedMixin, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
 from ..utils import gram, is_normalized, matmul, validate_input
@@ -136,6 +136,7 @@ class FactorizedPCA(FactorizedMixin, PCA):
         self._fit_normalized(X)
         return self.transform(X)
 
+    @falls_back_to_cpu
     def _fit_normalized(self, X):
         self._validate_params()
         X = validate_input(self, X, reset=True)

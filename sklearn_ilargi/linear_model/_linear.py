@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from ..base import FactorizedMixin
+from ..base import FactorizedMixin, falls_back_to_cpu
 from ..cost import OperationProfile
 from ._base import (
     Products,
@@ -94,6 +94,7 @@ class FactorizedLinearRegression(FactorizedMixin, RegressorMixin, BaseEstimator)
         self.strategy = strategy
         self.backend = backend
 
+    @falls_back_to_cpu
     def fit(self, X, y, sample_weight=None):
         """Fit the linear model.
 

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..base import FactorizedMixin
+from ..base import FactorizedMixin, falls_back_to_cpu
 from ..cost import OperationProfile
 from ._base import (
     Products,
@@ -100,6 +100,7 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         self.strategy = strategy
         self.backend = backend
 
+    @falls_back_to_cpu
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 

@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from ..base import FactorizedMixin
+from ..base import FactorizedMixin, falls_back_to_cpu
 from ..cost import OperationProfile
 from ._base import (
     Products,
@@ -90,6 +90,7 @@ class FactorizedRidge(FactorizedMixin, RegressorMixin, BaseEstimator):
         self.strategy = strategy
         self.backend = backend
 
+    @falls_back_to_cpu
     def fit(self, X, y, sample_weight=None):
         """Fit the ridge model.
 

@@ -15,6 +15,7 @@ from ._parse import (
     check_n_columns,
     check_source,
     check_unique_targets,
+    densify_if_dense_enough,
     result_dtype,
     source_name,
 )
@@ -114,7 +115,9 @@ class NormalizedMatrix:
             sources, indicators = to_numpy(sources), to_numpy(indicators)
             mappings = None if mappings is None else to_numpy(list(mappings))
         names = [source_name(k, source_names) for k in range(len(sources))]
-        sources = [check_source(s, name) for s, name in zip(sources, names)]
+        sources = [
+            densify_if_dense_enough(check_source(s, name)) for s, name in zip(sources, names)
+        ]
         parsed = {}  # one RowMap per indicator object: sources sharing it share every gather
         row_maps = []
         for indicator, source, name in zip(indicators, sources, names):

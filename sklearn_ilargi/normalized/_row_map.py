@@ -67,6 +67,14 @@ class RowMap:
         has_missing = bool((self.indices[rows] < 0).any()) if self.has_missing else False
         return RowMap(self.indices[rows], self.n_source, has_missing=has_missing)
 
+    def rows_between(self, start, stop):
+        """The map of the target rows ``start:stop`` (a view where the map is explicit)."""
+        if self.indices is None:
+            indices = np.arange(start, stop, dtype=index_dtype(self.n_source))
+            return RowMap(indices, self.n_source, has_missing=False)
+        return RowMap(self.indices[start:stop], self.n_source,
+                      has_missing=None if self.has_missing else False)
+
     def compose(self, inner):
         """Chain two maps: target -> ``self``'s source rows -> ``inner``'s source rows.
 

@@ -7,6 +7,14 @@ function per partition and add (or stack) the results.
 """
 
 
+GATHER_SCATTER_MAX_COLUMNS = 48
+"""Pair two non-fact blocks by gathering and scattering when one has at most this many columns.
+
+Wider blocks go through their co-occurrence matrix ``I_a.T @ I_b``, whose cost does not grow
+with the number of columns."""
+ROWS_PER_SLICE = 1 << 18
+
+
 def _groups(blocks):
     """Blocks grouped by the row map object they share, in first-seen order."""
     groups = {}
@@ -100,6 +108,26 @@ def gram(nm, sample_weight=None):
     return out
 
 
+def _gather_scatter(be, block, row_map, sample_weight):
+    """``I.T @ diag(w) @ G_b S_b`` for another block's map ``I``, a slice of rows at a time.
+
+    For narrow blocks this is cheaper than building the co-occurrence matrix (which sorts);
+    slicing the target rows bounds the memory of the gathered rows.
+    """
+    source = be.to_dense(block.source)
+    out = None
+    n_rows = row_map.n_target
+    for start in range(0, n_rows, ROWS_PER_SLICE):
+        stop = min(start + ROWS_PER_SLICE, n_rows)
+        gathered = be.gather_rows(source, block.row_map.rows_between(start, stop))
+        weights = None if sample_weight is None else sample_weight[start:stop]
+        part = be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)
+        out = part if out is None else out + part
+    if out is None:
+        out = be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)
+    return out
+
+
 def _row_weights(be, row_map, sample_weight, dtype):
     """Per source row, the (weighted) number of target rows it feeds; None for plain ones."""
     if row_map.is_identity and sample_weight is None:
@@ -120,8 +148,12 @@ def _cross_gram(be, a, b, sample_weight, dtype):
         return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
     if b.row_map.is_identity:
         return be.dot(a.source.T, be.scatter_add_rows(b.source, a.row_map, sample_weight))
-    co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype)  # n_a x n_b
     (n_a, c_a), (n_b, c_b) = a.shape, b.shape
+    if min(c_a, c_b) <= GATHER_SCATTER_MAX_COLUMNS:
+        if c_b <= c_a:
+            return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
+        return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)
+    co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype)  # n_a x n_b
     if co.nnz * c_b + n_a * c_a * c_b <= co.nnz * c_a + n_b * c_a * c_b:
         return be.dot(a.source.T, be.dot(co, b.source))
     return be.dot(be.dot(co.T, a.source).T, b.source)

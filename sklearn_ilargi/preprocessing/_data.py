@@ -5,7 +5,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ..base import FactorizedMixin, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
 from ..utils import column_sums, is_normalized, validate_input
@@ -108,6 +108,7 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         self._reset()
         return self.partial_fit(X, y, sample_weight)
 
+    @falls_back_to_cpu
     def partial_fit(self, X, y=None, sample_weight=None):
         """Update the mean and variance with one more batch of samples.
 
