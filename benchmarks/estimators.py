@@ -10,8 +10,9 @@ For each dataset and estimator, three pipelines start from the same in-memory Da
 
 Times are medians of repeats measured side by side in one run; the ratios (``pandas /
 factorized``, ``materialized / factorized``) are what to read, not the absolute seconds. Also
-reported: what ``strategy="auto"`` picks, and the largest coefficient difference between the
-factorized model and scikit-learn's (matched by feature name).
+reported: what ``strategy="auto"`` picks, and how far the factorized model is from
+scikit-learn's (coefficients and scales matched by feature name; inertia, explained variance and
+reconstruction error as relative differences). NMF runs on the absolute values.
 
 Datasets: synthetic stars over a tuple ratio x feature ratio grid (``make_star``) and the TPC-H
 lineitem snowflake (``tpch_training_set``'s tables and features, SF1 by default).
@@ -36,24 +37,74 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.cluster import KMeans
+from sklearn.decomposition import NMF, PCA
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_ilargi import (
+    FactorizedKMeans,
     FactorizedLinearRegression,
     FactorizedLogisticRegression,
+    FactorizedNMF,
+    FactorizedPCA,
     FactorizedRidge,
+    FactorizedStandardScaler,
     from_tables,
 )
 from sklearn_ilargi.datasets import join_with_pandas, make_star
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
-# name -> (ours, scikit-learn's, parameters shared by both, classification?)
+
+def as_labels(y):
+    """A binary target for the classifier: above or below the median."""
+    return (y > np.median(y)).astype(np.int64)
+
+
+def by_feature(attribute):
+    """Largest |difference| of a per-feature attribute, relative to its largest |value|."""
+
+    def gap(ours, theirs, our_names, their_names):
+        position = {name: j for j, name in enumerate(their_names)}
+        order = [position[name] for name in our_names]
+        a = np.atleast_2d(getattr(ours, attribute))
+        b = np.atleast_2d(getattr(theirs, attribute))[:, order]
+        return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+    return gap
+
+
+def relative(attribute):
+    """Relative difference of a fitted quantity that does not depend on the column order."""
+
+    def gap(ours, theirs, our_names, their_names):
+        a, b = np.asarray(getattr(ours, attribute)), np.asarray(getattr(theirs, attribute))
+        return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+    return gap
+
+
+# name -> (ours, scikit-learn's, shared parameters, target, how to compare the two models,
+#          what to feed: "as is" or "abs" for NMF, which needs non-negative data)
+# K-means seeds differ by design (see doc/cluster.md), so its inertias are compared, not
+# centers; PCA's explained variances do not depend on the column order.
 ESTIMATORS = {
-    "Ridge": (FactorizedRidge, Ridge, {"alpha": 1.0}, False),
+    "Ridge": (FactorizedRidge, Ridge, {"alpha": 1.0}, "regress", by_feature("coef_"), None),
     "LogisticRegression": (FactorizedLogisticRegression, LogisticRegression,
-                           {"C": 1.0, "max_iter": 100, "tol": 1e-4}, True),
-    "LinearRegression": (FactorizedLinearRegression, LinearRegression, {}, False),
+                           {"C": 1.0, "max_iter": 100, "tol": 1e-4}, "classify",
+                           by_feature("coef_"), None),
+    "LinearRegression": (FactorizedLinearRegression, LinearRegression, {}, "regress",
+                         by_feature("coef_"), None),
+    "StandardScaler": (FactorizedStandardScaler, StandardScaler, {}, None,
+                       by_feature("scale_"), None),
+    "PCA": (FactorizedPCA, PCA, {"n_components": 5}, None,
+            relative("explained_variance_"), None),
+    "KMeans": (FactorizedKMeans, KMeans, {"n_clusters": 8, "n_init": 1, "random_state": 0},
+               None, relative("inertia_"), None),
+    "NMF": (FactorizedNMF, NMF, {"n_components": 5, "init": "nndsvda", "solver": "mu",
+                                 "max_iter": 50, "tol": 0.0}, None,
+            relative("reconstruction_err_"), "abs"),
 }
 # scikit-learn may center the joined array in place: the same model, one copy less of a
 # matrix that at TPC-H SF1 is 6.5 GB.
@@ -72,20 +123,6 @@ def median_time(fn, repeats):
     return statistics.median(times), result
 
 
-def as_labels(y):
-    """A binary target for the classifier: above or below the median."""
-    return (y > np.median(y)).astype(np.int64)
-
-
-def coefficient_gap(ours, theirs, our_names, their_names):
-    """Largest |coef difference| relative to the largest |coef|, matched by feature name."""
-    position = {name: j for j, name in enumerate(their_names)}
-    order = [position[name] for name in our_names]
-    a = np.atleast_2d(ours.coef_)
-    b = np.atleast_2d(theirs.coef_)[:, order]
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-
-
 def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
              classify_transform=as_labels):
     """Time the three pipelines for every estimator on one dataset.
@@ -98,12 +135,18 @@ def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
     print(f"\n{label}: X {X.shape[0]} x {X.shape[1]}, {len(X.blocks)} blocks", flush=True)
     del X
     for name in estimators:
-        ours, theirs, params, classify = ESTIMATORS[name]
-        target = classify_transform if classify else (lambda v: v)
+        ours, theirs, params, kind, compare, feed = ESTIMATORS[name]
+
+        def fit_args(X, y):
+            X = abs(X) if feed == "abs" else X
+            if kind is None:
+                return (X,)
+            return (X, classify_transform(y) if kind == "classify" else y)
 
         def factorized(strategy="factorized"):
             X, y = from_tables(**description)
-            return ours(strategy=strategy, **params).fit(X, target(y)), X.feature_names
+            model = ours(strategy=strategy, **params).fit(*fit_args(X, y))
+            return model, X.feature_names
 
         def pandas():
             frame, y = join_with_pandas(**description)
@@ -111,7 +154,7 @@ def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
             values = frame.to_numpy(dtype=np.float64)
             del frame
             model = theirs(**params, **SKLEARN_ONLY.get(name, {}))
-            return model.fit(values, target(y)), names
+            return model.fit(*fit_args(values, y)), names
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -125,8 +168,8 @@ def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
             "pandas_over_factorized": t_pd / t_fact,
             "materialized_over_factorized": t_mat / t_fact,
             "auto_choice": choice,
-            "coef_gap_vs_sklearn": coefficient_gap(model_f, model_p, names_f, names_p),
-            "coef_gap_materialized": coefficient_gap(model_f, model_m, names_f, names_f),
+            "gap_vs_sklearn": compare(model_f, model_p, names_f, names_p),
+            "gap_materialized": compare(model_f, model_m, names_f, names_f),
         }
         rows.append(row)
         if on_row is not None:
@@ -134,7 +177,7 @@ def run_case(label, description, estimators, repeats, *, auto=True, on_row=None,
         print(f"  {name:<20} factorized {t_fact:8.3f}s  materialized {t_mat:8.3f}s  "
               f"pandas {t_pd:8.3f}s  -> pandas/fact {t_pd / t_fact:6.2f}x  "
               f"mat/fact {t_mat / t_fact:6.2f}x  auto={choice}  "
-              f"coef gap {row['coef_gap_vs_sklearn']:.1e}", flush=True)
+              f"gap {row['gap_vs_sklearn']:.1e}", flush=True)
     return rows
 
 
@@ -171,7 +214,7 @@ def tpch_case(scale_factor):
 def markdown(rows):
     lines = [
         "| dataset | estimator | factorized s | materialized s | pandas+sklearn s | "
-        "pandas / factorized | materialized / factorized | auto | coef gap |",
+        "pandas / factorized | materialized / factorized | auto | gap vs sklearn |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -179,7 +222,7 @@ def markdown(rows):
             f"| {r['dataset']} | {r['estimator']} | {r['factorized_s']:.3f} | "
             f"{r['materialized_s']:.3f} | {r['pandas_s']:.3f} | "
             f"{r['pandas_over_factorized']:.2f}x | {r['materialized_over_factorized']:.2f}x | "
-            f"{r['auto_choice']} | {r['coef_gap_vs_sklearn']:.1e} |"
+            f"{r['auto_choice']} | {r['gap_vs_sklearn']:.1e} |"
         )
     return "\n".join(lines)
 

@@ -288,3 +288,21 @@ def test_both_ways_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, rows_
         weights = rng.random(30)
         close(nm.gram(), T.T @ T)
         close(nm.gram(weights), T.T @ (weights[:, None] * T))
+
+
+def test_tall_fact_table_in_column_major_order():
+    """Large enough to take the column-major layout of tall, narrow sources."""
+    rng = np.random.default_rng(12)
+    n = (1 << 16) + 5
+    fact = rng.standard_normal((n, 3))
+    dim = rng.standard_normal((50, 4))
+    row_map = rng.integers(-1, 50, n)
+    nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(n), row_map])
+    assert nm.blocks[0].source.flags.f_contiguous
+    T = nm.materialize()
+    x, X, y, Y = operands(T)
+    weights = rng.random(n)
+    close(nm @ x, T @ x)
+    close(nm @ X, T @ X)
+    close(nm.T @ Y, T.T @ Y, rtol=1e-9, atol=1e-9)
+    close(nm.gram(weights), T.T @ (weights[:, None] * T), rtol=1e-9, atol=1e-8)

@@ -246,6 +246,11 @@ def gather_rows(z, row_map):
     return cp.take(z, _indices(row_map), axis=0)
 
 
+def add_gathered_rows(out, z, row_map):
+    """``out += I @ z`` in place."""
+    out += gather_rows(z, row_map)
+
+
 def scatter_add_rows(y, row_map, weights=None):
     """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
 

@@ -58,6 +58,26 @@ def gather_rows(z, row_map):
     return z[row_map.indices]
 
 
+ROWS_PER_GATHER = 1 << 15
+
+
+def add_gathered_rows(out, z, row_map):
+    """``out += I @ z`` in place, a slice of target rows at a time.
+
+    Slicing keeps the gathered temporary small and reused, instead of a fresh
+    ``n_target``-row array whose first touch costs as much as the gather itself.
+    """
+    if row_map.indices is None:
+        out += z
+        return
+    if row_map.has_missing:
+        z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
+    indices = row_map.indices
+    for start in range(0, len(indices), ROWS_PER_GATHER):
+        stop = start + ROWS_PER_GATHER
+        out[start:stop] += z[indices[start:stop]]
+
+
 def _transposed_indicator(row_map, dtype):
     """``I.T`` as CSC (n_source x n_target): shares the row map, built without sorting."""
 
@@ -87,6 +107,9 @@ def scatter_add_rows(y, row_map, weights=None):
     if weights is not None:
         data = weights[row_map.indices >= 0] if row_map.has_missing else weights
         it = sp.csc_matrix((np.asarray(data, dtype=dtype), it.indices, it.indptr), shape=it.shape)
+    if y.ndim == 2 and not sp.issparse(y) and not y.flags.c_contiguous:
+        # scipy would copy a column-major y to row-major first: one contiguous column at a time.
+        return np.stack([it @ y[:, j] for j in range(y.shape[1])], axis=1)
     return it @ y
 
 

@@ -15,6 +15,7 @@ from ._parse import (
     check_n_columns,
     check_source,
     check_unique_targets,
+    column_major_if_tall,
     densify_if_dense_enough,
     result_dtype,
     source_name,
@@ -141,7 +142,10 @@ class NormalizedMatrix:
         dtype = result_dtype(sources)
         sources = [s.astype(dtype, copy=False) for s in sources]
         backend = get_backend("cpu")
-        blocks = make_blocks(sources, row_maps, column_maps, backend)
+        blocks = [
+            block.with_(source=column_major_if_tall(block.source))
+            for block in make_blocks(sources, row_maps, column_maps, backend)
+        ]
         nm = cls(
             blocks, (n_rows, n_columns), dtype,
             feature_names=_check_feature_names(feature_names, n_columns),

@@ -26,10 +26,18 @@ def _groups(blocks):
 def matmul(nm, x):
     """``T @ x`` for ``x`` of shape (c_T,) or (c_T, p)."""
     be = nm.backend
-    out = be.xp.zeros((nm.shape[0],) + x.shape[1:], dtype=be.xp.result_type(nm.dtype, x.dtype))
-    for group in _groups(nm.blocks):
-        z = sum(be.dot(block.source, x[block.columns]) for block in group)
-        out += be.gather_rows(z, group[0].row_map)
+    out = None
+    # The fact table's group first: its product is the output, with no gather and no copy.
+    for group in sorted(_groups(nm.blocks), key=lambda g: not g[0].row_map.is_identity):
+        z = be.dot(group[0].source, x[group[0].columns])
+        for block in group[1:]:
+            z += be.dot(block.source, x[block.columns])
+        if out is None:
+            out = be.gather_rows(z, group[0].row_map)  # a new array: free to accumulate into
+        else:
+            be.add_gathered_rows(out, z, group[0].row_map)
+    if out is None:
+        out = be.xp.zeros((nm.shape[0],) + x.shape[1:], dtype=be.xp.result_type(nm.dtype, x.dtype))
     if nm.shift is not None:
         out += nm.shift @ x
     return out
