@@ -274,13 +274,13 @@ def test_attributes():
     assert nm.nbytes > 0
 
 
-@pytest.mark.parametrize("max_columns, rows_per_slice", [(0, 1 << 18), (10**6, 7)])
-def test_both_ways_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, rows_per_slice):
+@pytest.mark.parametrize("max_columns, values_per_slice", [(0, 1 << 24), (10**6, 7)])
+def test_both_ways_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, values_per_slice):
     """Co-occurrence matrix, or gather-and-scatter in slices of rows: the same gram."""
     from sklearn_ilargi.ops import _products
 
     monkeypatch.setattr(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns)
-    monkeypatch.setattr(_products, "ROWS_PER_SLICE", rows_per_slice)
+    monkeypatch.setattr(_products, "GATHERED_VALUES_PER_SLICE", values_per_slice)
     for seed in range(20):
         rng = np.random.default_rng(seed)
         scenario = random_scenario(rng, n_sources=4, n_target=30)

@@ -199,3 +199,14 @@ def test_materialized_strategy_on_sparse_sources_centers():
     assert_allclose(pca.explained_variance_,
                     FactorizedPCA(1, strategy="factorized").fit(nm).explained_variance_,
                     rtol=1e-8)
+
+
+def test_constant_dimension_column_gets_unit_scale():
+    rng = np.random.default_rng(0)
+    fact = rng.standard_normal((500, 2))
+    dim = np.column_stack([np.full(7, 3.7), rng.standard_normal(7)])
+    X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(500), rng.integers(0, 7, 500)])
+    scaler = FactorizedStandardScaler().fit(X)
+    reference = StandardScaler().fit(X.materialize())
+    assert scaler.scale_[2] == 1.0
+    assert_allclose(scaler.scale_, reference.scale_, rtol=1e-8)

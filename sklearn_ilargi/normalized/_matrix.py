@@ -143,7 +143,10 @@ class NormalizedMatrix:
         sources = [s.astype(dtype, copy=False) for s in sources]
         backend = get_backend("cpu")
         blocks = [
+            # Only the fact table's own rows are read in order; gathered sources stay
+            # row-major, so that gathering a row reads one contiguous run.
             block.with_(source=column_major_if_tall(block.source))
+            if block.row_map.is_identity else block
             for block in make_blocks(sources, row_maps, column_maps, backend)
         ]
         nm = cls(

@@ -55,7 +55,7 @@ NARROW_COLUMNS = 64
 
 
 def column_major_if_tall(source):
-    """A tall, narrow dense source in column-major order (one copy, at construction).
+    """A tall, narrow dense fact source in column-major order (one copy, at construction).
 
     A row-major ``n x c`` matrix with few columns makes BLAS's matrix-vector products run a
     short dot product per row; column-major runs them as long column sweeps, about twice as

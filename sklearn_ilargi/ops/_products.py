@@ -3,16 +3,21 @@
 Every function takes a normalized matrix ``nm`` for its ``blocks``, ``shape``, ``dtype``,
 ``shift`` (``None`` or a length-``c_T`` vector) and ``backend``. Operands are arrays of that
 backend. Each block contributes independently, so a row partition of the target could run each
-function per partition and add (or stack) the results.
+function per partition and add (or stack) the results. Column bookkeeping (which target
+columns a block fills) is host-side numpy; the arrays themselves stay on the backend.
 """
 
+import numpy as np
 
 GATHER_SCATTER_MAX_COLUMNS = 48
 """Pair two non-fact blocks by gathering and scattering when one has at most this many columns.
 
 Wider blocks go through their co-occurrence matrix ``I_a.T @ I_b``, whose cost does not grow
 with the number of columns."""
-ROWS_PER_SLICE = 1 << 18
+JOIN_MAX_COLUMNS = 16
+"""In the gram, blocks this narrow are joined in slices rather than kept factorized."""
+GATHERED_VALUES_PER_SLICE = 1 << 24
+"""Bound on the gathered values held at once by a gather-and-scatter (128 MiB of float64)."""
 
 
 def _groups(blocks):
@@ -97,14 +102,23 @@ def row_sums_of_squares(nm):
 
 
 def gram(nm, sample_weight=None):
-    """``T.T @ diag(w) @ T`` (``w`` defaults to ones), as a dense (c_T, c_T) array."""
+    """``T.T @ diag(w) @ T`` (``w`` defaults to ones), as a dense (c_T, c_T) array.
+
+    The fact table and the narrow blocks are joined a slice of rows at a time and multiplied
+    by BLAS (Morpheus' "gather" side: their pairs cost little more than reading them); every
+    other block stays factorized, paired with the joined slices by a scatter and with each
+    other through their row maps.
+    """
     be = nm.backend
     out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
-    blocks = nm.blocks
-    for i, a in enumerate(blocks):
+    joined = [b for b in nm.blocks if _joins_cheaply(be, b)]
+    apart = [b for b in nm.blocks if not _joins_cheaply(be, b)]
+    if joined:
+        _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out)
+    for i, a in enumerate(apart):
         weights = _row_weights(be, a.row_map, sample_weight, nm.dtype)
         _add(out, a.columns, a.columns, be.weighted_gram(a.source, weights))
-        for b in blocks[i + 1:]:
+        for b in apart[i + 1:]:
             cross = _cross_gram(be, a, b, sample_weight, nm.dtype)
             _add(out, a.columns, b.columns, cross)
             _add(out, b.columns, a.columns, cross.T)
@@ -116,6 +130,59 @@ def gram(nm, sample_weight=None):
     return out
 
 
+def _joins_cheaply(be, block):
+    """The fact table (dense), and blocks narrow enough that BLAS beats scattering them."""
+    if be.is_sparse(block.source):
+        return False
+    return block.row_map.is_identity or block.shape[1] <= JOIN_MAX_COLUMNS
+
+
+def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
+    """Add every pair among ``joined`` and between ``joined`` and ``apart`` to ``out``."""
+    columns = np.concatenate([b.columns for b in joined])
+    overlapping = len(np.unique(columns)) < len(columns)
+    if overlapping:  # blocks share target columns (in disjoint rows): add them up
+        columns = np.unique(columns)
+        position = np.full(nm.shape[1], -1)
+        position[columns] = np.arange(len(columns))
+    scattered = [None] * len(apart)
+    n_rows = nm.shape[0]
+    step = _rows_per_slice(len(columns))
+    for start in range(0, n_rows, step):
+        stop = min(start + step, n_rows)
+        parts = [be.gather_rows(b.source, b.row_map.rows_between(start, stop)) for b in joined]
+        if overlapping:
+            Z = be.xp.zeros((stop - start, len(columns)), dtype=nm.dtype)
+            for block, part in zip(joined, parts):
+                be.add_at_columns(Z, position[block.columns], part)
+        else:
+            Z = be.xp.concatenate([p.reshape(stop - start, -1) for p in parts], axis=1)
+        weighted = Z if sample_weight is None else be.scale_rows(Z, sample_weight[start:stop])
+        _add(out, columns, columns, be.dot(Z.T, weighted))
+        for k, block in enumerate(apart):
+            part = be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop))
+            if scattered[k] is None:
+                scattered[k] = part
+            else:
+                scattered[k] += part
+    for block, summed in zip(apart, scattered):
+        if summed is None:
+            continue
+        cross = be.dot(block.source.T, summed)
+        _add(out, block.columns, columns, cross)
+        _add(out, columns, block.columns, cross.T)
+
+
+def _rows_per_slice(n_columns):
+    return max(1, GATHERED_VALUES_PER_SLICE // max(n_columns, 1))
+
+
+def _gather_scatter_cost(n_rows, gathered_columns, n_out):
+    """Values moved by :func:`_gather_scatter`: gather and scatter, plus adding up slices."""
+    n_slices = -(-n_rows // _rows_per_slice(gathered_columns))
+    return gathered_columns * (2 * n_rows + (n_slices - 1) * n_out)
+
+
 def _gather_scatter(be, block, row_map, sample_weight):
     """``I.T @ diag(w) @ G_b S_b`` for another block's map ``I``, a slice of rows at a time.
 
@@ -125,12 +192,16 @@ def _gather_scatter(be, block, row_map, sample_weight):
     source = be.to_dense(block.source)
     out = None
     n_rows = row_map.n_target
-    for start in range(0, n_rows, ROWS_PER_SLICE):
-        stop = min(start + ROWS_PER_SLICE, n_rows)
+    step = _rows_per_slice(source.shape[1])
+    for start in range(0, n_rows, step):
+        stop = min(start + step, n_rows)
         gathered = be.gather_rows(source, block.row_map.rows_between(start, stop))
         weights = None if sample_weight is None else sample_weight[start:stop]
         part = be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)
-        out = part if out is None else out + part
+        if out is None:
+            out = part
+        else:
+            out += part
     if out is None:
         out = be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)
     return out
@@ -152,13 +223,14 @@ def _cross_gram(be, a, b, sample_weight, dtype):
     if a.row_map is b.row_map:
         weights = _row_weights(be, a.row_map, sample_weight, dtype)
         return be.dot(a.source.T, be.scale_rows(b.source, weights))
+    (n_a, c_a), (n_b, c_b) = a.shape, b.shape
     if a.row_map.is_identity:
         return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
     if b.row_map.is_identity:
         return be.dot(a.source.T, be.scatter_add_rows(b.source, a.row_map, sample_weight))
-    (n_a, c_a), (n_b, c_b) = a.shape, b.shape
     if min(c_a, c_b) <= GATHER_SCATTER_MAX_COLUMNS:
-        if c_b <= c_a:
+        n_rows = a.row_map.n_target
+        if _gather_scatter_cost(n_rows, c_b, n_a) <= _gather_scatter_cost(n_rows, c_a, n_b):
             return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
         return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)
     co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype)  # n_a x n_b

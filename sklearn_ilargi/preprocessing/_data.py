@@ -263,9 +263,14 @@ def _column_sums_of_squares(X, center, weights):
 
 
 def _scale_from_variance(var, mean, n_samples):
-    """``sqrt(var)`` with (near-)constant features given a scale of 1, like scikit-learn."""
+    """``sqrt(var)`` with (near-)constant features given a scale of 1, like scikit-learn.
+
+    The variance comes from sums of squares (one pass over the sources), whose rounding
+    error grows with ``mean**2`` rather than ``(n * mean * eps)**2`` as in scikit-learn's
+    two-pass bound: a constant column must not come out with a scale of ``1e-8``.
+    """
     scale = np.sqrt(var)
-    upper = n_samples * _EPS * var + (n_samples * mean * _EPS) ** 2
+    upper = n_samples * _EPS * (var + mean**2)
     constant = (var <= upper) | (scale < 10 * _EPS)
     scale[constant] = 1.0
     return scale
