@@ -35,7 +35,6 @@ from sklearn_ilargi.backend import (
 )
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
 from sklearn_ilargi.cost import decide, prepare
-from sklearn_ilargi.cost import _dispatch
 
 
 @pytest.fixture

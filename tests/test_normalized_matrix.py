@@ -274,13 +274,16 @@ def test_attributes():
     assert nm.nbytes > 0
 
 
-@pytest.mark.parametrize("max_columns, values_per_slice", [(0, 1 << 24), (10**6, 7)])
-def test_both_ways_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, values_per_slice):
-    """Co-occurrence matrix, or gather-and-scatter in slices of rows: the same gram."""
+@pytest.mark.parametrize("max_columns, values_per_slice, join_max_columns",
+                         [(0, 1 << 24, 0), (10**6, 7, 0), (0, 11, 10**6), (10**6, 1 << 24, 3)])
+def test_every_way_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, values_per_slice,
+                                                 join_max_columns):
+    """Joined in slices, co-occurrence matrix, or gather-and-scatter: the same gram."""
     from sklearn_ilargi.ops import _products
 
     monkeypatch.setattr(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns)
     monkeypatch.setattr(_products, "GATHERED_VALUES_PER_SLICE", values_per_slice)
+    monkeypatch.setattr(_products, "JOIN_MAX_COLUMNS", join_max_columns)
     for seed in range(20):
         rng = np.random.default_rng(seed)
         scenario = random_scenario(rng, n_sources=4, n_target=30)

@@ -16,6 +16,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..backend import backend_of
 from ..base import to_host
+from ..cost import OperationProfile
 from ..utils import column_sums, gram, is_normalized, matmul, rmatmul, validate_input
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
@@ -274,6 +275,40 @@ def check_learning_rate(learning_rate):
         raise ValueError(f"learning_rate must be 'auto' or a positive float, got "
                          f"{learning_rate!r}.")
     return float(learning_rate)
+
+
+def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, rcond=0.0):
+    """The body of a least-squares ``fit`` after validation: dispatch, solve, set ``coef_``.
+
+    Closed form from the gram, or gradient descent when ``gd``.
+
+    Returns
+    -------
+    coef, x_mean, y_mean : ndarray
+        As :func:`least_squares_closed_form` returns them.
+    n_iter : int
+    rank : int or None
+        The rank of the (centered) gram for the closed form, None for gradient descent.
+    """
+    name = type(estimator).__name__
+    if gd:
+        learning_rate = check_learning_rate(estimator.learning_rate)
+        profile = OperationProfile(matmul=max_iter + 30, rmatmul=max_iter + 31,
+                                   width=y2.shape[1], iterations=max_iter, name=name)
+        products = Products(estimator._dispatch(X, profile))
+        coef, x_mean, y_mean, n_iter = least_squares_gd(
+            products, y2, sample_weight, alpha, estimator.fit_intercept,
+            learning_rate=learning_rate, max_iter=max_iter, tol=estimator.tol,
+        )
+        rank = None
+    else:
+        profile = OperationProfile(gram=1, rmatmul=2, width=y2.shape[1], name=name)
+        products = Products(estimator._dispatch(X, profile))
+        coef, x_mean, y_mean, rank = least_squares_closed_form(
+            products, y2, sample_weight, alpha, estimator.fit_intercept, rcond=rcond
+        )
+        n_iter = 1
+    return coef, x_mean, y_mean, n_iter, rank
 
 
 def set_linear_attributes(estimator, coef, x_mean, y_mean, fit_intercept, y_ndim):

@@ -4,13 +4,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
-from ..cost import OperationProfile
 from ._base import (
-    Products,
     check_fit_input,
-    check_learning_rate,
-    least_squares_closed_form,
-    least_squares_gd,
+    fit_least_squares,
     linear_predict,
     set_linear_attributes,
 )
@@ -112,26 +108,10 @@ class FactorizedLinearRegression(FactorizedMixin, RegressorMixin, BaseEstimator)
             raise ValueError(f"solver must be 'auto', 'lstsq' or 'gd', got {self.solver!r}.")
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
-        alpha = np.zeros(y2.shape[1])
-        if self.solver == "gd":
-            learning_rate = check_learning_rate(self.learning_rate)
-            profile = OperationProfile(
-                matmul=self.max_iter + 30, rmatmul=self.max_iter + 31, width=y2.shape[1],
-                iterations=self.max_iter, name=type(self).__name__)
-            products = Products(self._dispatch(X, profile))
-            coef, x_mean, y_mean, self.n_iter_ = least_squares_gd(
-                products, y2, sample_weight, alpha, self.fit_intercept,
-                learning_rate=learning_rate, max_iter=self.max_iter, tol=self.tol,
-            )
-            self.rank_ = None
-        else:
-            profile = OperationProfile(gram=1, rmatmul=2, width=y2.shape[1],
-                                       name=type(self).__name__)
-            products = Products(self._dispatch(X, profile))
-            coef, x_mean, y_mean, self.rank_ = least_squares_closed_form(
-                products, y2, sample_weight, alpha, self.fit_intercept, rcond=self.tol
-            )
-            self.n_iter_ = 1
+        coef, x_mean, y_mean, self.n_iter_, self.rank_ = fit_least_squares(
+            self, X, y2, sample_weight, np.zeros(y2.shape[1]), gd=self.solver == "gd",
+            max_iter=self.max_iter, rcond=self.tol,
+        )
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self
 

@@ -6,13 +6,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
-from ..cost import OperationProfile
 from ._base import (
-    Products,
     check_fit_input,
-    check_learning_rate,
-    least_squares_closed_form,
-    least_squares_gd,
+    fit_least_squares,
     linear_predict,
     set_linear_attributes,
 )
@@ -111,26 +107,11 @@ class FactorizedRidge(FactorizedMixin, RegressorMixin, BaseEstimator):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
         alpha = _check_alpha(self.alpha, y2.shape[1])
-        if self.solver == "gd":
-            learning_rate = check_learning_rate(self.learning_rate)
-            max_iter = 1000 if self.max_iter is None else self.max_iter
-            profile = OperationProfile(
-                matmul=max_iter + 30, rmatmul=max_iter + 31, width=y2.shape[1],
-                iterations=max_iter, name=type(self).__name__)
-            products = Products(self._dispatch(X, profile))
-            coef, x_mean, y_mean, n_iter = least_squares_gd(
-                products, y2, sample_weight, alpha, self.fit_intercept,
-                learning_rate=learning_rate, max_iter=max_iter, tol=self.tol,
-            )
-            self.n_iter_ = np.full(y2.shape[1], n_iter, dtype=np.int32)
-        else:
-            profile = OperationProfile(gram=1, rmatmul=2, width=y2.shape[1],
-                                       name=type(self).__name__)
-            products = Products(self._dispatch(X, profile))
-            coef, x_mean, y_mean, _ = least_squares_closed_form(
-                products, y2, sample_weight, alpha, self.fit_intercept
-            )
-            self.n_iter_ = np.ones(y2.shape[1], dtype=np.int32)
+        max_iter = 1000 if self.max_iter is None else self.max_iter
+        coef, x_mean, y_mean, n_iter, _ = fit_least_squares(
+            self, X, y2, sample_weight, alpha, gd=self.solver == "gd", max_iter=max_iter
+        )
+        self.n_iter_ = np.full(y2.shape[1], n_iter, dtype=np.int32)
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self
 

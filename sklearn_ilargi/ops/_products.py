@@ -111,8 +111,8 @@ def gram(nm, sample_weight=None):
     """
     be = nm.backend
     out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
-    joined = [b for b in nm.blocks if _joins_cheaply(be, b)]
-    apart = [b for b in nm.blocks if not _joins_cheaply(be, b)]
+    joined = _blocks_to_join(be, nm.blocks)
+    apart = [b for b in nm.blocks if not any(b is j for j in joined)]
     if joined:
         _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out)
     for i, a in enumerate(apart):
@@ -130,11 +130,17 @@ def gram(nm, sample_weight=None):
     return out
 
 
-def _joins_cheaply(be, block):
-    """The fact table (dense), and blocks narrow enough that BLAS beats scattering them."""
-    if be.is_sparse(block.source):
-        return False
-    return block.row_map.is_identity or block.shape[1] <= JOIN_MAX_COLUMNS
+def _blocks_to_join(be, blocks):
+    """The dense fact table, plus the narrow blocks when at least two of them pair up.
+
+    Joining narrow blocks pays off through their pairs with each other, which BLAS then does
+    in one product instead of a gather and a scatter each; a single narrow block is cheaper
+    to keep factorized.
+    """
+    dense = [b for b in blocks if not be.is_sparse(b.source)]
+    narrow = [b for b in dense
+              if not b.row_map.is_identity and b.shape[1] <= JOIN_MAX_COLUMNS]
+    return [b for b in dense if b.row_map.is_identity] + (narrow if len(narrow) > 1 else [])
 
 
 def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
@@ -150,7 +156,7 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
     step = _rows_per_slice(len(columns))
     for start in range(0, n_rows, step):
         stop = min(start + step, n_rows)
-        parts = [be.gather_rows(b.source, b.row_map.rows_between(start, stop)) for b in joined]
+        parts = [_rows_of(be, b, start, stop) for b in joined]
         if overlapping:
             Z = be.xp.zeros((stop - start, len(columns)), dtype=nm.dtype)
             for block, part in zip(joined, parts):
@@ -171,6 +177,14 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
         cross = be.dot(block.source.T, summed)
         _add(out, block.columns, columns, cross)
         _add(out, columns, block.columns, cross.T)
+
+
+def _rows_of(be, block, start, stop, source=None):
+    """The block's contribution to target rows ``start:stop`` (a view for the fact table)."""
+    source = block.source if source is None else source
+    if block.row_map.is_identity:
+        return be.to_dense(source[start:stop])
+    return be.gather_rows(source, block.row_map.rows_between(start, stop))
 
 
 def _rows_per_slice(n_columns):
@@ -195,7 +209,7 @@ def _gather_scatter(be, block, row_map, sample_weight):
     step = _rows_per_slice(source.shape[1])
     for start in range(0, n_rows, step):
         stop = min(start + step, n_rows)
-        gathered = be.gather_rows(source, block.row_map.rows_between(start, stop))
+        gathered = _rows_of(be, block, start, stop, source)
         weights = None if sample_weight is None else sample_weight[start:stop]
         part = be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)
         if out is None:
