@@ -2,7 +2,7 @@
 
 Everything here reads shapes, counts and the cached row-map summaries only, never the values,
 so it stays well under a millisecond even for millions of target rows. The cost estimates
-follow the rewrite rules of the factorized operations (DESIGN.md, section 2): FLOPs count one
+follow the rewrite rules of the factorized operations (`sklearn_ilargi.ops`): FLOPs count one
 multiply-add as two, bytes count what one pass reads and writes.
 """
 
