@@ -15,10 +15,9 @@ from ._parse import (
     check_n_columns,
     check_source,
     check_unique_targets,
-    column_major_if_tall,
-    densify_if_dense_enough,
     result_dtype,
     source_name,
+    storage_layout,
 )
 
 
@@ -116,9 +115,7 @@ class NormalizedMatrix:
             sources, indicators = to_numpy(sources), to_numpy(indicators)
             mappings = None if mappings is None else to_numpy(list(mappings))
         names = [source_name(k, source_names) for k in range(len(sources))]
-        sources = [
-            densify_if_dense_enough(check_source(s, name)) for s, name in zip(sources, names)
-        ]
+        sources = [check_source(s, name) for s, name in zip(sources, names)]
         parsed = {}  # one RowMap per indicator object: sources sharing it share every gather
         row_maps = []
         for indicator, source, name in zip(indicators, sources, names):
@@ -143,10 +140,7 @@ class NormalizedMatrix:
         sources = [s.astype(dtype, copy=False) for s in sources]
         backend = get_backend("cpu")
         blocks = [
-            # Only the fact table's own rows are read in order; gathered sources stay
-            # row-major, so that gathering a row reads one contiguous run.
-            block.with_(source=column_major_if_tall(block.source))
-            if block.row_map.is_identity else block
+            block.with_(source=storage_layout(block.source, is_fact=block.row_map.is_identity))
             for block in make_blocks(sources, row_maps, column_maps, backend)
         ]
         nm = cls(

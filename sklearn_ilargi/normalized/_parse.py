@@ -37,34 +37,28 @@ def check_source(source, where):
 
 
 DENSE_ENOUGH = 1 / 6
-
-
-def densify_if_dense_enough(source):
-    """A sparse source at least 1/6 full as a dense array.
-
-    Dense takes at most 4x the bytes of CSR there (8 bytes a cell against 12 a stored value),
-    and its products run in multi-threaded BLAS instead of single-threaded sparse kernels.
-    """
-    if sp.issparse(source) and source.nnz >= DENSE_ENOUGH * source.shape[0] * source.shape[1]:
-        return source.toarray()
-    return source
-
-
 TALL_ROWS = 1 << 16
 NARROW_COLUMNS = 64
 
 
-def column_major_if_tall(source):
-    """A tall, narrow dense fact source in column-major order (one copy, at construction).
+def storage_layout(source, *, is_fact):
+    """A block's source as it is best stored for computing (at most one copy, at construction).
 
-    A row-major ``n x c`` matrix with few columns makes BLAS's matrix-vector products run a
-    short dot product per row; column-major runs them as long column sweeps, about twice as
-    fast for ``T @ w`` and ``T.T @ y`` of a fact table.
+    - A sparse source at least 1/6 full becomes dense: at most 4x the bytes of CSR there (8
+      bytes a cell against 12 a stored value), and its products run in multi-threaded BLAS
+      instead of single-threaded sparse kernels.
+    - A tall, narrow fact table is stored column-major: BLAS's matrix-vector products then
+      sweep long columns instead of a short dot product per row, about twice as fast for
+      ``T @ w`` and ``T.T @ y``. Gathered sources stay row-major, so that gathering a row
+      reads one contiguous run.
     """
-    if (not sp.issparse(source) and source.shape[0] >= TALL_ROWS
-            and source.shape[1] <= NARROW_COLUMNS):
-        return np.asfortranarray(source)
-    return source
+    n_rows, n_columns = source.shape
+    column_major = is_fact and n_rows >= TALL_ROWS and n_columns <= NARROW_COLUMNS
+    if sp.issparse(source):
+        if source.nnz >= DENSE_ENOUGH * n_rows * n_columns:
+            return source.toarray(order="F" if column_major else "C")
+        return source
+    return np.asfortranarray(source) if column_major else source
 
 
 def result_dtype(sources):
