@@ -277,6 +277,29 @@ def check_learning_rate(learning_rate):
     return float(learning_rate)
 
 
+class LeastSquaresRegressorMixin:
+    """``predict`` and the tags that the least-squares regressors share."""
+
+    def predict(self, X):
+        """Predict with the fitted linear model.
+
+        Parameters
+        ----------
+        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_targets)
+        """
+        return linear_predict(self, X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        return tags
+
+
 def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, rcond=0.0):
     """The body of a least-squares ``fit`` after validation: dispatch, solve, set ``coef_``.
 

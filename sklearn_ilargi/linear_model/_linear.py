@@ -5,14 +5,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
 from ._base import (
+    LeastSquaresRegressorMixin,
     check_fit_input,
     fit_least_squares,
-    linear_predict,
     set_linear_attributes,
 )
 
 
-class FactorizedLinearRegression(FactorizedMixin, RegressorMixin, BaseEstimator):
+class FactorizedLinearRegression(
+    LeastSquaresRegressorMixin, FactorizedMixin, RegressorMixin, BaseEstimator
+):
     """Ordinary least squares, trained on the sources of a NormalizedMatrix.
 
     The counterpart of :class:`sklearn.linear_model.LinearRegression`: it minimizes
@@ -114,22 +116,3 @@ class FactorizedLinearRegression(FactorizedMixin, RegressorMixin, BaseEstimator)
         )
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self
-
-    def predict(self, X):
-        """Predict with the linear model.
-
-        Parameters
-        ----------
-        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_targets)
-        """
-        return linear_predict(self, X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        return tags

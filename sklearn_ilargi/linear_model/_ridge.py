@@ -7,14 +7,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
 from ._base import (
+    LeastSquaresRegressorMixin,
     check_fit_input,
     fit_least_squares,
-    linear_predict,
     set_linear_attributes,
 )
 
 
-class FactorizedRidge(FactorizedMixin, RegressorMixin, BaseEstimator):
+class FactorizedRidge(
+    LeastSquaresRegressorMixin, FactorizedMixin, RegressorMixin, BaseEstimator
+):
     """Ridge regression, trained on the sources of a NormalizedMatrix.
 
     The counterpart of :class:`sklearn.linear_model.Ridge`: it minimizes
@@ -114,25 +116,6 @@ class FactorizedRidge(FactorizedMixin, RegressorMixin, BaseEstimator):
         self.n_iter_ = np.full(y2.shape[1], n_iter, dtype=np.int32)
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self
-
-    def predict(self, X):
-        """Predict with the ridge model.
-
-        Parameters
-        ----------
-        X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_targets)
-        """
-        return linear_predict(self, X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        return tags
 
 
 def _check_alpha(alpha, n_targets):
