@@ -109,7 +109,8 @@ def test_gpu_module_signatures_match():
         if (isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
                 and hasattr(cpu_module, node.name)):
             cpu_params = list(inspect.signature(getattr(cpu_module, node.name)).parameters)
-            assert [a.arg for a in node.args.args] == cpu_params, node.name
+            gpu_params = [a.arg for a in node.args.args + node.args.kwonlyargs]
+            assert gpu_params == cpu_params, node.name
 
 
 def test_backend_name(be):
@@ -162,6 +163,10 @@ def test_gather_rows_is_indicator_product(be, case, width, on_device):
     z = operand(n_source, width)
     expected = indicator(n_source, indices) @ z
     assert_allclose(host(be.gather_rows(be.from_numpy(z), row_map)), expected)
+    buffer = be.xp.full(expected.shape, np.nan)  # a reused buffer: every row is written
+    got = be.gather_rows(be.from_numpy(z), row_map, out=buffer)
+    assert got is buffer
+    assert_allclose(host(got), expected)
 
 
 @pytest.mark.parametrize("case", sorted(ROW_MAPS))
@@ -216,7 +221,8 @@ def test_counts(be, case, weighted, dtype):
                                   ("misses", "misses"), ("identity", "unused_rows"),
                                   ("all_missing", "all_missing")])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_cooccurrence(be, pair, weighted):
+@pytest.mark.parametrize("dense", [False, True])
+def test_cooccurrence(be, pair, weighted, dense):
     n_target = {"identity": 5, "repeats": 6, "misses": 7, "unused_rows": 4, "all_missing": 3}
     gen = np.random.default_rng(4)
     maps = []
@@ -235,9 +241,9 @@ def test_cooccurrence(be, pair, weighted):
     ia, ib = indicator(*maps[0]), indicator(*maps[1])
     expected = ia.T @ (ib if w is None else ib * w[:, None])
     got = be.cooccurrence(make_row_map(be, *maps[0]), make_row_map(be, *maps[1]),
-                          None if w is None else be.from_numpy(w), np.float64)
-    assert be.is_sparse(got)
-    assert got.shape == expected.shape
+                          None if w is None else be.from_numpy(w), np.float64, dense=dense)
+    assert be.is_sparse(got) != dense
+    assert got.shape == expected.shape and got.dtype == np.float64
     assert_allclose(host(got), expected, rtol=1e-12)
 
 
@@ -371,3 +377,9 @@ def _segment_sum(be, method):
 
         return nullcontext()
     return be.use_segment_sum(method)
+
+
+def test_map_in_threads_keeps_the_order(be):
+    assert be.threads() >= 1
+    assert be.map_in_threads(lambda x: x * x, range(7)) == [x * x for x in range(7)]
+    assert be.map_in_threads(lambda x: x, []) == []

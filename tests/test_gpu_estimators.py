@@ -2,8 +2,9 @@
 
 For each estimator class that ``sklearn_ilargi`` exports with a ``backend`` parameter, and for
 both strategies, the fit with ``backend="gpu"`` must give the fitted attributes of the fit with
-``backend="cpu"`` (closed forms to ~1e-8, iterative solvers to their tolerance), returned as
-numpy arrays. Needs CuPy and a CUDA device; skipped otherwise.
+``backend="cpu"`` (closed forms to ~1e-8, iterative solvers to their tolerance). Fitted arrays
+and results are numpy arrays for host input and CuPy arrays for input on the GPU (a
+NormalizedMatrix moved with ``.to("gpu")``). Needs CuPy and a CUDA device; skipped otherwise.
 """
 
 import inspect
@@ -157,9 +158,6 @@ def test_repeated_gpu_fits_transfer_once(cls):
     assert X.to("gpu") is device_copy
 
 
-@pytest.mark.xfail(reason="estimators return numpy attributes for any input so far; CuPy input "
-                   "should keep them on the GPU (sklearn_ilargi.backend.like_input)",
-                   strict=False)
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_gpu_input_keeps_fitted_arrays_on_the_gpu(cls):
     X = scenario(seed=4, positive=positive_only(cls))
@@ -169,3 +167,22 @@ def test_gpu_input_keeps_fitted_arrays_on_the_gpu(cls):
     arrays = [v for v in fitted_attributes(estimator).values()
               if isinstance(v, (np.ndarray, cupy.ndarray)) and v.dtype.kind == "f"]
     assert arrays and all(isinstance(v, cupy.ndarray) for v in arrays)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_results_follow_the_input_after_a_gpu_input_fit(cls):
+    X = scenario(seed=5, positive=positive_only(cls))
+    gpu = make(cls, backend="gpu", strategy="factorized")
+    cpu = make(cls, backend="cpu", strategy="factorized")
+    args = fit_arguments(cpu, X)
+    gpu.fit(X.to("gpu"), *args[1:])
+    cpu.fit(*args)
+    for method in ("predict", "transform", "decision_function", "predict_proba"):
+        if hasattr(cpu, method):
+            expected = host(getattr(cpu, method)(X))
+            on_gpu = getattr(gpu, method)(X.to("gpu"))
+            on_cpu = getattr(gpu, method)(X)
+            assert not isinstance(on_gpu, np.ndarray), method
+            assert not isinstance(on_cpu, cupy.ndarray), method
+            assert_allclose(host(on_gpu), expected, rtol=1e-5, atol=1e-7, err_msg=method)
+            assert_allclose(host(on_cpu), expected, rtol=1e-5, atol=1e-7, err_msg=method)

@@ -274,13 +274,16 @@ def test_attributes():
     assert nm.nbytes > 0
 
 
-@pytest.mark.parametrize("max_columns, values_per_slice, join_max_columns",
-                         [(0, 1 << 24, 0), (10**6, 7, 0), (0, 11, 10**6), (10**6, 1 << 24, 3)])
+@pytest.mark.parametrize("max_columns, values_per_slice, join_max_columns, dense_cells",
+                         [(0, 1 << 24, 0, 0), (10**6, 7, 0, 0), (0, 11, 10**6, 0),
+                          (10**6, 1 << 24, 3, 0), (0, 1 << 24, 0, 10**6)])
 def test_every_way_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, values_per_slice,
-                                                 join_max_columns):
-    """Joined in slices, co-occurrence matrix, or gather-and-scatter: the same gram."""
+                                                 join_max_columns, dense_cells):
+    """Joined in slices, sparse or dense co-occurrence matrix, or gather-and-scatter (in
+    slices on threads): the same gram."""
     from sklearn_ilargi.ops import _products
 
+    monkeypatch.setattr(_products, "DENSE_COOCCURRENCE_CELLS_PER_ROW", dense_cells)
     monkeypatch.setattr(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns)
     monkeypatch.setattr(_products, "GATHERED_VALUES_PER_SLICE", values_per_slice)
     monkeypatch.setattr(_products, "JOIN_MAX_COLUMNS", join_max_columns)

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_ilargi import Join, NormalizedMatrix, Union, from_tables
@@ -358,3 +359,25 @@ def test_sparse_block_across_row_chunks(monkeypatch):
     # The tables are encoded as CSR a few rows at a time; being over 1/6 full, the sources
     # end up dense in the NormalizedMatrix: the values are what is checked here.
     check_against_pandas(base, [Join(dim, on="k", how="left")])
+
+
+@pytest.mark.parametrize("layout", ["csr", "row-major", "column-major"])
+def test_every_storage_layout_of_an_encoded_table(monkeypatch, shop, layout):
+    """Tables are encoded straight into the layout the core stores: the same values."""
+    from sklearn_ilargi.normalized import _parse
+
+    dense_enough, tall_rows = {"csr": (2.0, 1 << 16), "row-major": (0.0, 1 << 40),
+                               "column-major": (0.0, 1)}[layout]
+    monkeypatch.setattr(_parse, "DENSE_ENOUGH", dense_enough)
+    monkeypatch.setattr(_parse, "TALL_ROWS", tall_rows)
+    sales, stores, items = shop
+    check_against_pandas(sales, [Join(stores, on="store", how="left"),
+                                 Join(items, on="item", how="left")])
+    # A category only the other table has: a column the fact table's block never writes.
+    fact = pd.DataFrame({"b": [1, 1, 2, 9, 2], "x": [0.0, 1.0, 0.0, 2.0, 3.0],
+                         "blood": ["A", "B", None, "A", None]})
+    dim = pd.DataFrame({"b": [1, 2], "blood": ["O", "A"], "z": [5.0, 0.0]})
+    X = check_against_pandas(fact, [Join(dim, on="b", how="left", overlap="coalesce")])
+    source = X.blocks[0].source
+    assert sp.issparse(source) == (layout == "csr")
+    assert source.flags.f_contiguous if layout == "column-major" else True

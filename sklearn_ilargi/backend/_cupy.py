@@ -236,14 +236,22 @@ def _indicator(row_map, dtype):
 
 
 # ---------------------------------------------------------------------- gathers and scatters
-def gather_rows(z, row_map):
-    """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``."""
+def gather_rows(z, row_map, out=None):
+    """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``.
+
+    ``out``, an array of the result's shape and dtype, receives the rows when given.
+    """
     if row_map.indices is None:
-        return z
-    if row_map.has_missing:
+        rows = z
+    elif row_map.has_missing:
         z = cp.concatenate([z, cp.zeros((1,) + z.shape[1:], dtype=z.dtype)])
-        return cp.take(z, _gather_indices(row_map), axis=0)
-    return cp.take(z, _indices(row_map), axis=0)
+        rows = cp.take(z, _gather_indices(row_map), axis=0)
+    else:
+        rows = cp.take(z, _indices(row_map), axis=0)
+    if out is None:
+        return rows
+    out[...] = rows
+    return out
 
 
 def add_gathered_rows(out, z, row_map):
@@ -313,18 +321,21 @@ def counts(row_map, weights=None, dtype=np.float64):
     return scatter_add_rows(cp.asarray(weights).astype(dtype, copy=False), row_map)
 
 
-def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64):
-    """``I_a.T @ diag(weights) @ I_b`` as a CSR matrix (n_a x n_b)."""
+def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=False):
+    """``I_a.T @ diag(weights) @ I_b`` (n_a x n_b): CSR, or an array (one bincount) if ``dense``."""
     ia = _explicit(row_map_a)
     ib = _explicit(row_map_b)
     both = (ia >= 0) & (ib >= 0)
+    shape = (row_map_a.n_source, row_map_b.n_source)
+    data = None if weights is None else cp.asarray(weights)[both].astype(dtype)
+    if dense:
+        cells = ia[both].astype(np.int64) * shape[1] + ib[both]
+        out = cp.bincount(cells, weights=data, minlength=shape[0] * shape[1])
+        return out.reshape(shape).astype(dtype, copy=False)
     rows = ia[both].astype(np.int32 if row_map_a.n_source < _INT32_MAX else np.int64)
     cols = ib[both].astype(rows.dtype)
-    if weights is None:
+    if data is None:
         data = cp.ones(rows.size, dtype)
-    else:
-        data = cp.asarray(weights)[both].astype(dtype)
-    shape = (row_map_a.n_source, row_map_b.n_source)
     if rows.size == 0:
         return csp.csr_matrix(shape, dtype=dtype)
     return csp.coo_matrix((data, (rows, cols)), shape=shape).tocsr()
@@ -444,6 +455,16 @@ def placement(columns, n_columns, dtype):
 def add_at_columns(out, columns, values):
     """``out[:, columns] += values`` (``columns`` has no repeats)."""
     out[:, cp.asarray(columns)] += values
+
+
+def threads():
+    """One: the device already runs each product in parallel, in queue order."""
+    return 1
+
+
+def map_in_threads(func, items):
+    """``[func(item) for item in items]``, in order (see :func:`threads`)."""
+    return [func(item) for item in items]
 
 
 # ---------------------------------------------------------------------- device

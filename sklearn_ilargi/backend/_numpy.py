@@ -7,9 +7,11 @@ for "no row", or ``None`` for the identity), ``n_source``, ``n_target``, ``has_m
 
 import os
 import platform
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 name = "cpu"
 xp = np
@@ -48,14 +50,29 @@ def all_finite(a):
     return bool(np.isfinite(data).all())
 
 
-def gather_rows(z, row_map):
-    """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``."""
+def gather_rows(z, row_map, out=None):
+    """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``.
+
+    ``out``, a C-contiguous array of the result's shape and dtype, receives the rows instead
+    of a new array (a reused buffer saves the first touch of fresh memory).
+    """
     if row_map.indices is None:
-        return z
+        if out is None:
+            return z
+        out[...] = z
+        return out
+    if z.shape[0] == 0:  # every target row is missing
+        shape = (row_map.n_target,) + z.shape[1:]
+        return np.zeros(shape, dtype=z.dtype) if out is None else _filled(out, 0)
+    out = np.take(z, row_map.indices, axis=0, out=out, mode="clip")  # -1 picks row 0 here
     if row_map.has_missing:
-        # Index -1 picks the appended zero row.
-        z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
-    return z[row_map.indices]
+        out[row_map.indices < 0] = 0
+    return out
+
+
+def _filled(out, value):
+    out[...] = value
+    return out
 
 
 ROWS_PER_GATHER = 1 << 15
@@ -117,20 +134,31 @@ def counts(row_map, weights=None, dtype=np.float64):
     """How many (or how much weight of) target rows each source row feeds."""
     if row_map.indices is None:
         return np.ones(row_map.n_target, dtype) if weights is None else weights.astype(dtype)
-    if weights is None:
-        weights = np.ones(row_map.n_target, dtype)
-    return np.asarray(scatter_add_rows(weights.astype(dtype, copy=False), row_map))
+    if weights is not None:
+        return np.asarray(scatter_add_rows(weights.astype(dtype, copy=False), row_map))
+
+    def count():
+        present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else row_map.indices
+        return np.bincount(present, minlength=row_map.n_source).astype(dtype)
+
+    return row_map.cached(("counts", np.dtype(dtype).str), count)
 
 
-def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64):
-    """``I_a.T @ diag(weights) @ I_b`` as a CSR matrix (n_a x n_b)."""
+def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=False):
+    """``I_a.T @ diag(weights) @ I_b`` (n_a x n_b): CSR, or an array (one bincount) if ``dense``."""
     ia = _explicit(row_map_a)
     ib = _explicit(row_map_b)
-    both = (ia >= 0) & (ib >= 0)
-    data = np.ones(int(both.sum()), dtype) if weights is None else weights[both].astype(dtype)
-    return sp.coo_matrix(
-        (data, (ia[both], ib[both])), shape=(row_map_a.n_source, row_map_b.n_source)
-    ).tocsr()
+    if row_map_a.has_missing or row_map_b.has_missing:
+        both = (ia >= 0) & (ib >= 0)
+        ia, ib = ia[both], ib[both]
+        weights = None if weights is None else weights[both]
+    shape = (row_map_a.n_source, row_map_b.n_source)
+    if dense:
+        cells = ia.astype(np.int64) * shape[1] + ib
+        out = np.bincount(cells, weights=weights, minlength=shape[0] * shape[1])
+        return out.reshape(shape).astype(dtype, copy=False)
+    data = np.ones(ia.size, dtype) if weights is None else weights.astype(dtype)
+    return sp.coo_matrix((data, (ia, ib)), shape=shape).tocsr()
 
 
 def _explicit(row_map):
@@ -222,6 +250,27 @@ def placement(columns, n_columns, dtype):
 def add_at_columns(out, columns, values):
     """``out[:, columns] += values`` (``columns`` has no repeats)."""
     out[:, columns] += values
+
+
+def threads():
+    """How many threads :func:`map_in_threads` runs at most: one per usable core."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def map_in_threads(func, items):
+    """``[func(item) for item in items]``, one thread per item.
+
+    numpy's gathers, scipy's sparse products and BLAS release the GIL, so independent slices of
+    rows run side by side; BLAS is kept to one thread meanwhile, not to oversubscribe the cores.
+    """
+    items = list(items)
+    if len(items) <= 1:
+        return [func(item) for item in items]
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(func, items))
 
 
 def synchronize():

@@ -55,14 +55,21 @@ class Products:
             out = out - np.multiply.outer(self.offset, R.sum(axis=0))
         return out
 
+    def _weights(self, sample_weight):
+        """None for unit weights (the unweighted products skip a pass), else on the device."""
+        if sample_weight is None or (sample_weight == 1).all():
+            return None
+        return self._device(sample_weight)
+
     def column_sums(self, sample_weight):
         """``X.T @ sample_weight`` of the uncentered ``X``."""
-        return np.asarray(to_host(column_sums(self.X, self._device(sample_weight))),
+        return np.asarray(to_host(column_sums(self.X, self._weights(sample_weight))),
                           dtype=np.float64)
 
     def gram(self, sample_weight):
         """``X.T @ diag(sample_weight) @ X`` of the uncentered ``X``."""
-        return np.asarray(to_host(gram(self.X, self._device(sample_weight))), dtype=np.float64)
+        return np.asarray(to_host(gram(self.X, self._weights(sample_weight))),
+                          dtype=np.float64)
 
 
 # ---------------------------------------------------------------------- validation

@@ -41,6 +41,16 @@ TALL_ROWS = 1 << 16
 NARROW_COLUMNS = 64
 
 
+def dense_enough(nnz, shape):
+    """Whether a block with ``nnz`` stored values is best kept dense (see storage_layout)."""
+    return nnz >= DENSE_ENOUGH * shape[0] * shape[1]
+
+
+def column_major(shape, *, is_fact):
+    """Whether a dense block is best kept column-major (see storage_layout)."""
+    return is_fact and shape[0] >= TALL_ROWS and shape[1] <= NARROW_COLUMNS
+
+
 def storage_layout(source, *, is_fact):
     """A block's source as it is best stored for computing (at most one copy, at construction).
 
@@ -52,13 +62,10 @@ def storage_layout(source, *, is_fact):
       ``T @ w`` and ``T.T @ y``. Gathered sources stay row-major, so that gathering a row
       reads one contiguous run.
     """
-    n_rows, n_columns = source.shape
-    column_major = is_fact and n_rows >= TALL_ROWS and n_columns <= NARROW_COLUMNS
+    order = "F" if column_major(source.shape, is_fact=is_fact) else "C"
     if sp.issparse(source):
-        if source.nnz >= DENSE_ENOUGH * n_rows * n_columns:
-            return source.toarray(order="F" if column_major else "C")
-        return source
-    return np.asfortranarray(source) if column_major else source
+        return source.toarray(order=order) if dense_enough(source.nnz, source.shape) else source
+    return np.asfortranarray(source) if order == "F" else source
 
 
 def result_dtype(sources):
@@ -103,9 +110,14 @@ def as_row_map(indicator, n_source, where):
     return _row_map(indices.astype(index_dtype(n_source), copy=False), n_source)
 
 
+def is_identity(indices, n_source):
+    """Whether a row map is a fact table's own rows, in order."""
+    return len(indices) == n_source and np.array_equal(indices, np.arange(n_source))
+
+
 def _row_map(indices, n_source):
     """A RowMap; the identity (a fact table's own rows, in order) is kept implicit."""
-    if len(indices) == n_source and np.array_equal(indices, np.arange(n_source)):
+    if is_identity(indices, n_source):
         return RowMap.identity(n_source)
     return RowMap(indices, n_source)
 

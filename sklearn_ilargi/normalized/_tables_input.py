@@ -217,30 +217,57 @@ def factorize(series):
     return np.asarray(codes), [str(u) for u in uniques]
 
 
-def one_hot(columns, n_rows, dense=None):
-    """CSR block of a table's categorical columns one-hot encoded, after its numeric ones.
+def encode(numeric, columns, n_rows, order=None):
+    """A table's block: its numeric columns, then its categorical ones one-hot encoded.
 
     Parameters
     ----------
+    numeric : list of ndarray of shape (n_rows,)
+        The numeric columns, placed first.
     columns : list of (codes, names, categories, offset)
         Per categorical column its :func:`factorize` result, the categories that get a
         target column (in order) and the position of the first of them among the one-hot
         columns.
     n_rows : int
-    dense : ndarray of shape (n_rows, d), optional
-        Numeric columns placed first (their zeros are not stored).
+    order : {None, "C", "F"}
+        None for a CSR matrix (numeric zeros not stored), else a dense array in that order.
 
     Returns
     -------
-    scipy.sparse.csr_matrix of shape (n_rows, d + one-hot width)
-        Column indices sorted within each row; a null category has no entry.
+    scipy.sparse.csr_matrix or ndarray of shape (n_rows, len(numeric) + one-hot width)
+        CSR column indices are sorted within each row; a null category has no entry.
     """
-    n_dense = 0 if dense is None else dense.shape[1]
-    places, width = [], n_dense
+    n_numeric = len(numeric)
+    places, width = [], n_numeric
     for codes, names, categories, offset in columns:
         place = pd.Index(categories).get_indexer(names)
-        places.append(np.append(np.where(place >= 0, place + offset + n_dense, -1), -1))
-        width = max(width, n_dense + offset + len(categories))
+        places.append(np.append(np.where(place >= 0, place + offset + n_numeric, -1), -1))
+        width = max(width, n_numeric + offset + len(categories))
+    if order == "F":  # every column written once, contiguously
+        out = np.empty((n_rows, width), order="F")
+        written = np.zeros(width, dtype=bool)
+        written[:n_numeric] = True
+        for j, values in enumerate(numeric):
+            out[:, j] = values
+        for (codes, names, *_), place in zip(columns, places):
+            small = codes.astype(np.min_scalar_type(-len(names) - 1), copy=False)
+            for code in np.flatnonzero(place[:-1] >= 0):
+                out[:, place[code]] = small == code
+                written[place[code]] = True
+        out[:, ~written] = 0.0
+        return out
+    dense = np.column_stack(numeric) if numeric else None
+    if order == "C" and not columns:
+        return np.zeros((n_rows, 0)) if dense is None else dense
+    if order == "C":
+        out = np.zeros((n_rows, width))
+        if n_numeric:
+            out[:, :n_numeric] = dense
+        for (codes, *_), place in zip(columns, places):
+            positions = place[codes]  # code -1 (null) picks the -1
+            rows = np.flatnonzero(positions >= 0)
+            out.reshape(-1)[rows * width + positions[rows]] = 1.0
+        return out
     # rows in chunks, so that the temporary per-cell arrays stay small next to the result
     chunks = [(lo, min(lo + _CHUNK_ROWS, n_rows)) for lo in range(0, n_rows, _CHUNK_ROWS)]
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
@@ -257,11 +284,17 @@ def one_hot(columns, n_rows, dense=None):
     return sp.csr_matrix((data, indices, indptr), shape=(n_rows, width))
 
 
+def stored_values(numeric, columns):
+    """The number of values :func:`encode` stores in CSR: nonzero numbers, non-null codes."""
+    nnz = sum(int(np.count_nonzero(values)) for values in numeric)
+    return nnz + sum(int(np.count_nonzero(codes >= 0)) for codes, *_ in columns)
+
+
 _CHUNK_ROWS = 1 << 18
 
 
 def _chunk(columns, places, dense, lo, hi):
-    """(stored mask, column positions, values) of rows ``lo:hi`` of a one-hot block."""
+    """(stored mask, column positions, values) of rows ``lo:hi`` of a CSR one-hot block."""
     n_dense = 0 if dense is None else dense.shape[1]
     positions = np.empty((hi - lo, n_dense + len(columns)), dtype=np.int32)
     values = np.ones(positions.shape)

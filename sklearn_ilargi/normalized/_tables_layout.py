@@ -3,17 +3,19 @@
 Columns become *attributes* (target features) by name. Two tables that share a non-key column
 name either fail, share one attribute (coalesce: the first table in the description that has the
 row wins) or keep two renamed ones (suffix). Each input table then becomes one source: a dense
-block when all its features are numeric, else one CSR block holding its numeric columns and its
+block when all its features are numeric, else one block holding its numeric columns and its
 one-hot columns (one gather per table in every product, measured about twice as fast for
-``T @ w`` as a dense and a CSR source with separate row maps). A dimension's categories cost
-per dimension row, never per target row.
+``T @ w`` as a dense and a CSR source with separate row maps): CSR, or dense straight away
+where the core would store it dense. A dimension's categories cost per dimension row, never
+per target row.
 """
 
 import numpy as np
 
+from ._parse import column_major, dense_enough, is_identity
 from ._row_map import index_dtype
 from ._tables_input import (
-    CATEGORICAL, DATE, NUMERIC, OTHER, column_kind, numeric_values, one_hot)
+    CATEGORICAL, DATE, NUMERIC, OTHER, column_kind, encode, numeric_values, stored_values)
 
 _CATEGORICAL_CHOICES = ("onehot", "drop", "error")
 
@@ -126,30 +128,26 @@ def build_sources(nodes, node_maps, attributes, fill_value):
             row_map = _member_map(node_maps[i], node, m)
             dense = [c for c in used if placement[(i, c)][0] != CATEGORICAL]
             onehot = [c for c in used if placement[(i, c)][0] == CATEGORICAL]
-            values = None
-            if dense:
-                values = np.empty((member.n_rows, len(dense)))
-                for j, c in enumerate(dense):
-                    kind = column_kind(member.column(c))
-                    values[:, j] = numeric_values(member.column(c), kind, fill_value,
-                                                  f"Table {member.name!r} column {c!r}")
-            dense_columns = [placement[(i, c)][1] for c in dense]
-            if not onehot:
-                sources.append(values)
-                column_maps.append(np.array(dense_columns))
-                source_names.append(member.name)
-            else:
-                # one CSR per table: its numeric and one-hot columns share one gather
-                parts, columns, offset = [], [np.array(dense_columns, dtype=np.int64)], 0
-                for c in onehot:
-                    _, first, categories = placement[(i, c)]
-                    codes, names = member.factorized(c)
-                    parts.append((codes, names, categories, offset))
-                    columns.append(np.arange(first, first + len(categories)))
-                    offset += len(categories)
-                sources.append(one_hot(parts, member.n_rows, values))
-                column_maps.append(np.concatenate(columns))
-                source_names.append(member.name)
+            numeric = [numeric_values(member.column(c), column_kind(member.column(c)),
+                                      fill_value, f"Table {member.name!r} column {c!r}")
+                       for c in dense]
+            # one block per table: its numeric and one-hot columns share one gather
+            parts, columns, offset = [], [[placement[(i, c)][1] for c in dense]], 0
+            for c in onehot:
+                _, first, categories = placement[(i, c)]
+                codes, names = member.factorized(c)
+                parts.append((codes, names, categories, offset))
+                columns.append(np.arange(first, first + len(categories)))
+                offset += len(categories)
+            shape = (member.n_rows, len(dense) + offset)
+            # built as the core would store it: CSR unless dense enough, column-major if a
+            # tall, narrow fact table
+            order = "F" if column_major(shape, is_fact=is_identity(row_map, shape[0])) else "C"
+            if onehot and not dense_enough(stored_values(numeric, parts), shape):
+                order = None
+            sources.append(encode(numeric, parts, member.n_rows, order))
+            column_maps.append(np.concatenate(columns).astype(np.int64))
+            source_names.append(member.name)
             row_maps.append(row_map)
             if dense:
                 numeric_providers.append((len(sources) - 1, len(dense)))

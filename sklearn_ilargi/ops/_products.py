@@ -16,6 +16,9 @@ Wider blocks go through their co-occurrence matrix ``I_a.T @ I_b``, whose cost d
 with the number of columns."""
 JOIN_MAX_COLUMNS = 16
 """In the gram, blocks this narrow are joined in slices rather than kept factorized."""
+DENSE_COOCCURRENCE_CELLS_PER_ROW = 1
+"""Pair two small non-fact blocks through a dense co-occurrence matrix (one bincount over the
+target rows) when it has at most this many cells per target row (nation x part in TPC-H)."""
 GATHERED_VALUES_PER_SLICE = 1 << 24
 """Bound on the gathered values held at once by a gather-and-scatter (128 MiB of float64)."""
 
@@ -144,47 +147,101 @@ def _blocks_to_join(be, blocks):
 
 
 def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
-    """Add every pair among ``joined`` and between ``joined`` and ``apart`` to ``out``."""
+    """Add every pair among ``joined`` and between ``joined`` and ``apart`` to ``out``.
+
+    A slice of target rows at a time, the joined blocks' rows (the fact table's, the others
+    gathered) are put side by side, multiplied by BLAS and scattered into the ``apart``
+    blocks' rows. One wide product beats a product per pair of blocks: each pair would read
+    its operands again.
+    """
     columns = np.concatenate([b.columns for b in joined])
     overlapping = len(np.unique(columns)) < len(columns)
     if overlapping:  # blocks share target columns (in disjoint rows): add them up
         columns = np.unique(columns)
         position = np.full(nm.shape[1], -1)
         position[columns] = np.arange(len(columns))
-    scattered = [None] * len(apart)
-    n_rows = nm.shape[0]
-    step = _rows_per_slice(len(columns))
-    for start in range(0, n_rows, step):
-        stop = min(start + step, n_rows)
-        parts = [_rows_of(be, b, start, stop) for b in joined]
+
+    def contribution(start, stop, scratch):
+        parts = [_rows_of(be, b, start, stop, scratch=scratch) for b in joined]
+        Z = _scratch(be, scratch, "joined", (stop - start, len(columns)), nm.dtype)
         if overlapping:
-            Z = be.xp.zeros((stop - start, len(columns)), dtype=nm.dtype)
+            Z[...] = 0
             for block, part in zip(joined, parts):
                 be.add_at_columns(Z, position[block.columns], part)
         else:
-            Z = be.xp.concatenate([p.reshape(stop - start, -1) for p in parts], axis=1)
+            be.xp.concatenate([p.reshape(stop - start, -1) for p in parts], axis=1, out=Z)
         weighted = Z if sample_weight is None else be.scale_rows(Z, sample_weight[start:stop])
-        _add(out, columns, columns, be.dot(Z.T, weighted))
-        for k, block in enumerate(apart):
-            part = be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop))
-            if scattered[k] is None:
-                scattered[k] = part
-            else:
-                scattered[k] += part
-    for block, summed in zip(apart, scattered):
-        if summed is None:
-            continue
-        cross = be.dot(block.source.T, summed)
+        return [be.dot(Z.T, weighted)] + [
+            be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop))
+            for block in apart]
+
+    summed = _sum_over_slices(be, contribution, nm.shape[0], len(columns))
+    if summed is None:
+        return
+    _add(out, columns, columns, summed[0])
+    for block, scattered in zip(apart, summed[1:]):
+        cross = be.dot(block.source.T, scattered)
         _add(out, block.columns, columns, cross)
         _add(out, columns, block.columns, cross.T)
 
 
-def _rows_of(be, block, start, stop, source=None):
-    """The block's contribution to target rows ``start:stop`` (a view for the fact table)."""
+def _sum_over_slices(be, contribution, n_rows, n_columns):
+    """The sum over slices of target rows of ``contribution(start, stop, scratch)``.
+
+    ``contribution`` returns a list of arrays; ``scratch`` is a dict of buffers that it may
+    keep for the next slice of the same thread (see :func:`_scratch`). Slices hold about
+    ``GATHERED_VALUES_PER_SLICE`` values of ``n_columns`` columns; each of the backend's
+    threads sums its own share of them. None when there are no rows.
+    """
+    step = _rows_per_slice(n_columns)
+    slices = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+    n_threads = max(1, min(be.threads(), len(slices)))
+
+    def sum_share(share):
+        scratch = {}
+        return _add_up(contribution(start, stop, scratch) for start, stop in share)
+
+    return _add_up(be.map_in_threads(sum_share, [slices[i::n_threads] for i in range(n_threads)]))
+
+
+def _add_up(lists):
+    """Element-wise sum of lists of arrays (None entries skipped), adding into the first."""
+    out = None
+    for parts in lists:
+        if parts is None:
+            continue
+        if out is None:
+            out = parts
+        else:
+            for total, part in zip(out, parts):
+                total += part
+    return out
+
+
+def _rows_of(be, block, start, stop, source=None, scratch=None):
+    """The block's contribution to target rows ``start:stop`` (a view for the fact table).
+
+    Gathered rows go to a buffer of ``scratch`` when given.
+    """
     source = block.source if source is None else source
     if block.row_map.is_identity:
         return be.to_dense(source[start:stop])
-    return be.gather_rows(source, block.row_map.rows_between(start, stop))
+    out = None
+    if scratch is not None:
+        out = _scratch(be, scratch, id(block), (stop - start, source.shape[1]), source.dtype)
+    return be.gather_rows(source, block.row_map.rows_between(start, stop), out=out)
+
+
+def _scratch(be, scratch, key, shape, dtype):
+    """The first ``shape[0]`` rows of a buffer kept in ``scratch`` across slices.
+
+    Slices reuse their buffers: touching fresh memory for every slice's gathered rows costs as
+    much as gathering them where page faults are slow (virtual machines).
+    """
+    buffer = scratch.get(key)
+    if buffer is None or buffer.shape[0] < shape[0]:
+        buffer = scratch[key] = be.xp.empty(shape, dtype)
+    return buffer[:shape[0]]
 
 
 def _rows_per_slice(n_columns):
@@ -204,21 +261,16 @@ def _gather_scatter(be, block, row_map, sample_weight):
     slicing the target rows bounds the memory of the gathered rows.
     """
     source = be.to_dense(block.source)
-    out = None
-    n_rows = row_map.n_target
-    step = _rows_per_slice(source.shape[1])
-    for start in range(0, n_rows, step):
-        stop = min(start + step, n_rows)
-        gathered = _rows_of(be, block, start, stop, source)
+
+    def contribution(start, stop, scratch):
+        gathered = _rows_of(be, block, start, stop, source, scratch)
         weights = None if sample_weight is None else sample_weight[start:stop]
-        part = be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)
-        if out is None:
-            out = part
-        else:
-            out += part
-    if out is None:
-        out = be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)
-    return out
+        return [be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)]
+
+    summed = _sum_over_slices(be, contribution, row_map.n_target, source.shape[1])
+    if summed is None:
+        return be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)
+    return summed[0]
 
 
 def _row_weights(be, row_map, sample_weight, dtype):
@@ -238,17 +290,19 @@ def _cross_gram(be, a, b, sample_weight, dtype):
         weights = _row_weights(be, a.row_map, sample_weight, dtype)
         return be.dot(a.source.T, be.scale_rows(b.source, weights))
     (n_a, c_a), (n_b, c_b) = a.shape, b.shape
+    n_rows = a.row_map.n_target
     if a.row_map.is_identity:
         return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
     if b.row_map.is_identity:
         return be.dot(a.source.T, be.scatter_add_rows(b.source, a.row_map, sample_weight))
-    if min(c_a, c_b) <= GATHER_SCATTER_MAX_COLUMNS:
-        n_rows = a.row_map.n_target
+    small = n_a * n_b <= DENSE_COOCCURRENCE_CELLS_PER_ROW * n_rows
+    if not small and min(c_a, c_b) <= GATHER_SCATTER_MAX_COLUMNS:
         if _gather_scatter_cost(n_rows, c_b, n_a) <= _gather_scatter_cost(n_rows, c_a, n_b):
             return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
         return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)
-    co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype)  # n_a x n_b
-    if co.nnz * c_b + n_a * c_a * c_b <= co.nnz * c_a + n_b * c_a * c_b:
+    co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype, dense=small)  # n_a x n_b
+    stored = co.size if small else co.nnz
+    if stored * c_b + n_a * c_a * c_b <= stored * c_a + n_b * c_a * c_b:
         return be.dot(a.source.T, be.dot(co, b.source))
     return be.dot(be.dot(co.T, a.source).T, b.source)
 
