@@ -6,7 +6,6 @@ package must never import CuPy.
 """
 
 import copy
-import inspect
 import pickle
 import subprocess
 import sys
@@ -16,9 +15,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
-from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.base import is_classifier, is_regressor
 
-import sklearn_ilargi
 import sklearn_ilargi.normalized._matrix as matrix_module
 from sklearn_ilargi import NormalizedMatrix, config_context
 from sklearn_ilargi.backend import (
@@ -35,6 +33,8 @@ from sklearn_ilargi.backend import (
 )
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
 from sklearn_ilargi.cost import decide, prepare
+
+from _estimators import estimator_classes
 
 
 @pytest.fixture
@@ -55,15 +55,6 @@ def star():
     return NormalizedMatrix.from_matrices([fact, dim], [np.arange(30), rng.integers(0, 4, 30)])
 
 
-def estimator_classes():
-    """Every exported estimator class that takes a ``backend`` parameter."""
-    out = []
-    for name in sorted(sklearn_ilargi.__all__):
-        cls = getattr(sklearn_ilargi, name)
-        if (inspect.isclass(cls) and issubclass(cls, BaseEstimator)
-                and "backend" in inspect.signature(cls).parameters):
-            out.append(cls)
-    return out
 
 
 def fit_arguments(estimator, X):

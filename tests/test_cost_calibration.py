@@ -69,3 +69,22 @@ def test_metrics_against_the_oracle():
     assert fact["saving_vs_materialized"] == pytest.approx(-0.5 / 1.5)
     morpheus = baseline_policies()["Morpheus rule (TR > 5 and FR > 1)"](shared)
     assert list(morpheus) == ["cpu/factorized", "cpu/materialized", "cpu/factorized"]
+
+
+@pytest.mark.parametrize("seconds, expected", [(0.001, 15), (0.05, 5), (0.3, 3), (3.0, 1)])
+def test_short_fits_are_repeated_more(monkeypatch, seconds, expected):
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from sklearn_ilargi.cost import _calibrate
+
+    Candidate = namedtuple("Candidate", "backend strategy")
+
+    decision = SimpleNamespace(features={"n_rows": 10})
+    monkeypatch.setattr(_calibrate, "_timed", lambda *args: (seconds, decision))
+    pool = [Candidate("cpu", s) for s in ("factorized", "materialized")]
+    monkeypatch.setattr(_calibrate, "candidate_features", lambda *args: {})
+    workload = SimpleNamespace(name="w", kind="estimator")
+    scenario = SimpleNamespace(id="s", family="f")
+    rows, errors = _calibrate.measure_case(workload, scenario, pool, repeats=3)
+    assert not errors and [row["repeats"] for row in rows] == [expected, expected]

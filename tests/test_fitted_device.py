@@ -7,7 +7,6 @@ it implicitly. The stand-in GPU copies numeric host arrays into it, and one Norm
 go where GPU input would send them. Any fitted array read without a host copy fails.
 """
 
-import inspect
 import pickle
 import types
 
@@ -15,13 +14,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
-from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.base import is_classifier, is_regressor
 
 import sklearn_ilargi
 import sklearn_ilargi.backend._convert as convert
 from sklearn_ilargi import NormalizedMatrix
 from sklearn_ilargi.backend import device_of, like_input
 from sklearn_ilargi.base import HOST_ATTRIBUTES
+
+from _estimators import estimator_classes
 
 
 class DeviceArray:
@@ -51,14 +52,6 @@ def _device_array(host):
     return DeviceArray(host)
 
 
-def estimator_classes():
-    out = []
-    for name in sorted(sklearn_ilargi.__all__):
-        cls = getattr(sklearn_ilargi, name)
-        if (inspect.isclass(cls) and issubclass(cls, BaseEstimator)
-                and "backend" in inspect.signature(cls).parameters):
-            out.append(cls)
-    return out
 
 
 def star():

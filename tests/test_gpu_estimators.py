@@ -7,19 +7,19 @@ and results are numpy arrays for host input and CuPy arrays for input on the GPU
 NormalizedMatrix moved with ``.to("gpu")``). Needs CuPy and a CUDA device; skipped otherwise.
 """
 
-import inspect
 import numbers
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
-from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
+from sklearn.base import clone, is_classifier, is_regressor
 
-import sklearn_ilargi
 from sklearn_ilargi import NormalizedMatrix
 from sklearn_ilargi.backend import gpu_available, to_numpy
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
+
+from _estimators import estimator_classes
 
 if not gpu_available():
     pytest.skip(f"GPU backend unusable: {_gpu_unavailable_reason()}", allow_module_level=True)
@@ -32,14 +32,6 @@ pytestmark = pytest.mark.gpu
 RUN_ATTRIBUTES = {"decision_", "backend_", "strategy_", "n_iter_"}
 
 
-def estimator_classes():
-    out = []
-    for name in sorted(sklearn_ilargi.__all__):
-        cls = getattr(sklearn_ilargi, name)
-        if (inspect.isclass(cls) and issubclass(cls, BaseEstimator)
-                and "backend" in inspect.signature(cls).parameters):
-            out.append(cls)
-    return out
 
 
 CLASSES = estimator_classes()

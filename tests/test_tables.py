@@ -381,3 +381,32 @@ def test_every_storage_layout_of_an_encoded_table(monkeypatch, shop, layout):
     source = X.blocks[0].source
     assert sp.issparse(source) == (layout == "csr")
     assert source.flags.f_contiguous if layout == "column-major" else True
+
+
+@pytest.mark.parametrize("pairs_per_prefix", [1, 4, 40])
+def test_two_column_key_codes_match_equal_pairs(pairs_per_prefix):
+    """Left and right key pairs get equal codes exactly when equal; -1 when absent or null."""
+    from sklearn_ilargi.normalized._join_keys import key_codes
+
+    rng = np.random.default_rng(pairs_per_prefix)
+    n_right = 400
+    prefixes = rng.integers(0, 10**9, max(1, n_right // pairs_per_prefix))
+    right_a = rng.choice(prefixes, n_right).astype(float)
+    right_b = rng.integers(0, 10**9, n_right).astype(float)
+    pick = rng.integers(0, n_right, 1000)
+    left_a, left_b = right_a[pick].copy(), right_b[pick].copy()
+    left_b[:100] = rng.integers(0, 10**9, 100)  # pairs the right side lacks
+    left_a[100:150] = np.nan
+    right_b[:20] = np.nan
+    left, right = key_codes([pd.Series(left_a), pd.Series(left_b)],
+                            [pd.Series(right_a), pd.Series(right_b)], ["l.a", "l.b"],
+                            ["r.a", "r.b"])
+    code_of = {}
+    for code, pair in zip(right, zip(right_a, right_b)):
+        if np.isnan(pair).any():
+            assert code == -1
+        else:
+            assert code_of.setdefault(pair, code) == code >= 0
+    assert len(set(code_of.values())) == len(code_of)
+    expected = [code_of.get(pair, -1) for pair in zip(left_a, left_b)]
+    assert_array_equal(left, expected)

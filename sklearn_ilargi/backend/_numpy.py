@@ -120,6 +120,8 @@ def scatter_add_rows(y, row_map, weights=None):
     if row_map.indices is None:
         return scale_rows(y, weights)
     dtype = np.result_type(y.dtype, np.float32)
+    if not sp.issparse(y) and (y.ndim == 1 or y.shape[1] <= BINCOUNT_MAX_COLUMNS):
+        return _bincount_rows(y, row_map, weights).astype(dtype, copy=False)
     it = _transposed_indicator(row_map, dtype)
     if weights is not None:
         data = weights[row_map.indices >= 0] if row_map.has_missing else weights
@@ -128,6 +130,27 @@ def scatter_add_rows(y, row_map, weights=None):
         # scipy would copy a column-major y to row-major first: one contiguous column at a time.
         return np.stack([it @ y[:, j] for j in range(y.shape[1])], axis=1)
     return it @ y
+
+
+BINCOUNT_MAX_COLUMNS = 2
+"""Scatter this narrow a dense operand a column at a time with ``np.bincount`` (a 6M-row
+vector: 1.3x faster than the CSC product, and no ``I.T`` to build)."""
+
+
+def _bincount_rows(y, row_map, weights):
+    indices = row_map.indices
+    present = indices >= 0 if row_map.has_missing else slice(None)
+    indices = indices[present]
+    weights = None if weights is None else weights[present]
+
+    def column(values):
+        values = values[present]
+        values = values if weights is None else values * weights
+        return np.bincount(indices, weights=values, minlength=row_map.n_source)
+
+    if y.ndim == 1:
+        return column(y)
+    return np.stack([column(y[:, j]) for j in range(y.shape[1])], axis=1)
 
 
 def counts(row_map, weights=None, dtype=np.float64):

@@ -2,10 +2,11 @@
 
 ``python -m sklearn_ilargi.calibrate`` runs :func:`main`. For each generated scenario and each
 workload, every candidate ``(backend, strategy)`` is fitted once to warm up and then
-``repeats`` times, candidates interleaved so that a noisy neighbour slows all of them alike;
-the median of the repeats is kept. The materialized path's time includes building ``T``, as
-that is what a user pays. Rows are appended to the measurement file after every scenario, so
-an interrupted run keeps what it measured.
+``repeats`` times (more for short fits, see ``MIN_TIMED_SECONDS``), candidates interleaved
+so that a noisy neighbour slows all of them alike; the median of the repeats is kept. The
+materialized path's time includes building ``T``, as that is what a user pays. Rows are
+appended to the measurement file after every scenario, so an interrupted run keeps what it
+measured.
 """
 
 import argparse
@@ -31,6 +32,10 @@ FULL = {"per_family": 36, "repeats": 3, "size_scale": 1.0, "budget": 1500.0}
 QUICK = {"per_family": 5, "repeats": 2, "size_scale": 0.5, "budget": 420.0}
 #: A fit slower than this is repeated once only: its noise is small next to its time.
 LONG_FIT_SECONDS = 2.0
+#: Short fits are repeated until every candidate has been timed for this long in all...
+MIN_TIMED_SECONDS = 0.25
+#: ...or this many times: the median of a few millisecond-long fits is mostly noise.
+MAX_REPEATS = 15
 
 
 def default_measurements_path():
@@ -55,7 +60,7 @@ def measure_case(workload, scenario, pool, repeats):
     """
     times = {c: [] for c in pool}
     shared, errors = None, []
-    for round_ in range(repeats + 1):
+    for round_ in range(MAX_REPEATS + 1):
         for candidate in list(times):
             try:
                 seconds, decision = _timed(workload, scenario, candidate)
@@ -68,7 +73,8 @@ def measure_case(workload, scenario, pool, repeats):
                 times[candidate].append(seconds)
             if round_ == 0 and seconds > LONG_FIT_SECONDS:
                 repeats = min(repeats, 1)
-        if round_ >= repeats:
+        timed_enough = all(sum(t) >= MIN_TIMED_SECONDS for t in times.values())
+        if round_ >= repeats and (timed_enough or repeats == 1):
             break
     rows = []
     for candidate, values in times.items():

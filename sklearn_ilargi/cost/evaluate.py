@@ -53,7 +53,7 @@ def held_out_tables(frame, iterations=None):
     return tables
 
 
-def tpch_table(model, scale_factor, repeats=3, data_home=None, blas_threads=1):
+def tpch_table(model, scale_factor, repeats=3, data_home=None, blas_threads=None):
     """Time every workload on TPC-H and score the model's and the baselines' choices."""
     from ..datasets import tpch_training_set
 

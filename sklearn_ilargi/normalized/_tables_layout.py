@@ -11,6 +11,7 @@ per target row.
 """
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 
 from ._parse import column_major, dense_enough, is_identity
 from ._row_map import index_dtype
@@ -106,6 +107,9 @@ def build_sources(nodes, node_maps, attributes, fill_value):
 
     ``node_maps[i]`` maps each target row to a row of ``nodes[i]`` (``-1`` for none).
     """
+    _factorize_in_threads([(m, col) for _, kind, providers in attributes
+                           if kind == CATEGORICAL for i, col in providers
+                           for m in nodes[i].members if m.has(col)])
     feature_names = []
     placement = {}  # (node index, column) -> (kind, first target column, categories)
     for name, kind, providers in attributes:
@@ -156,6 +160,18 @@ def build_sources(nodes, node_maps, attributes, fill_value):
         _add_fill_sources(sources, row_maps, column_maps, source_names, numeric_providers,
                           fill_value)
     return sources, row_maps, column_maps, feature_names, source_names
+
+
+def _factorize_in_threads(columns):
+    """Factorize the (table, column) pairs side by side; each table caches its result.
+
+    Columns are read one after the other (a Parquet reader is not shared across threads);
+    pandas and pyarrow release the GIL while they hash the values.
+    """
+    for member, column in columns:
+        member.column(column)
+    Parallel(n_jobs=min(len(columns), effective_n_jobs(-1)) or 1, prefer="threads")(
+        delayed(member.factorized)(column) for member, column in columns)
 
 
 def _member_map(node_map, node, m):
