@@ -83,8 +83,6 @@ def key_codes(left, right, left_where, right_where):
             column_codes, n_codes = column_codes.astype(np.int64), len(uniques)
         if codes is None:
             codes, width = column_codes, max(n_codes, 1)
-        elif width * max(n_codes, 1) > 4 * (n_right + 1):
-            codes, width = _pair_codes(codes, column_codes, width, max(n_codes, 1), n_left)
         else:
             null = (codes < 0) | (column_codes < 0)
             codes = codes * max(n_codes, 1) + column_codes
@@ -112,46 +110,6 @@ def _integer_codes(left, right):
     np.subtract(l_values, lo, out=codes[:l_values.size], casting="unsafe")
     np.subtract(r_values, lo, out=codes[l_values.size:], casting="unsafe")
     return codes, hi - lo + 1
-
-
-#: Pairs of key codes are matched by a scan of each left prefix's right pairs up to this many.
-MAX_PAIRS_PER_PREFIX = 16
-
-
-def _pair_codes(prefix, last, n_prefix, n_last, n_left):
-    """Codes of (prefix, last) key pairs, numbered by the right side's distinct pairs.
-
-    ``prefix`` and ``last`` hold the left rows' codes, then the right rows'. A left pair that
-    the right side lacks gets -1. Where each prefix has few pairs on the right (a part has four
-    suppliers in TPC-H's partsupp), a left pair is found by looking at its prefix's pairs in
-    turn, a few passes of array lookups instead of hashing every left row (4x faster there).
-
-    Returns
-    -------
-    codes : ndarray of int64
-    width : int
-        Number of distinct right pairs.
-    """
-    pairs = np.where((prefix >= 0) & (last >= 0), prefix * n_last + last, -1)
-    left_pairs, right_pairs = pairs[:n_left], pairs[n_left:]
-    distinct = np.unique(right_pairs[right_pairs >= 0])  # sorted by prefix, then last
-    right = np.where(right_pairs >= 0, np.searchsorted(distinct, right_pairs), -1)
-    count = np.bincount(distinct // n_last, minlength=n_prefix)
-    if count.size and count.max() > MAX_PAIRS_PER_PREFIX:
-        left = pd.Index(distinct).get_indexer(left_pairs)  # -1 (null) is never in distinct
-    else:
-        left = np.full(n_left, -1, dtype=np.int64)
-        found = left_pairs >= 0
-        prefix_of = np.where(found, prefix[:n_left], 0)
-        first = (np.cumsum(count) - count)[prefix_of]
-        n_pairs = np.where(found, count[prefix_of], 0)
-        lasts = np.append(distinct % n_last, -1)
-        for k in range(int(n_pairs.max(initial=0))):
-            within = k < n_pairs
-            candidate = np.where(within, first + k, distinct.size)
-            hit = within & (lasts[candidate] == last[:n_left])
-            left[hit] = candidate[hit]
-    return np.concatenate([left, right]).astype(np.int64, copy=False), max(distinct.size, 1)
 
 
 def _compact(left_codes, right_codes):
