@@ -191,10 +191,14 @@ def test_scatter_add_rows_is_transposed_indicator_product(be, case, width, weigh
 
 @pytest.mark.parametrize("case", sorted(ROW_MAPS))
 @pytest.mark.parametrize("weighted", [False, True])
-def test_scatter_add_rows_of_a_sparse_operand(be, case, weighted):
+@pytest.mark.parametrize("stored", ["many", "one"])  # a dense result (bincount), or sparse
+def test_scatter_add_rows_of_a_sparse_operand(be, case, weighted, stored):
     n_source, indices = ROW_MAPS[case]
     ind = indicator(n_source, indices)
     y = operand(ind.shape[0], 3, sparse=True)
+    if stored == "one":
+        y = sp.csr_matrix(([2.5], ([ind.shape[0] - 1], [1])), shape=y.shape) if y.shape[0] \
+            else y
     w = np.random.default_rng(2).random(ind.shape[0]) if weighted else None
     expected = ind.T @ (y.toarray() if w is None else y.toarray() * w[:, None])
     got = be.scatter_add_rows(be.from_numpy(y), make_row_map(be, n_source, indices),

@@ -115,13 +115,17 @@ def _transposed_indicator(row_map, dtype):
 def scatter_add_rows(y, row_map, weights=None):
     """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
 
-    ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``.
+    ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``, and for a
+    sparse ``y`` whose result has at most 4 cells per stored value (a one-hot of a few
+    labels), sparse otherwise.
     """
     if row_map.indices is None:
         return scale_rows(y, weights)
     dtype = np.result_type(y.dtype, np.float32)
     if not sp.issparse(y) and (y.ndim == 1 or y.shape[1] <= BINCOUNT_MAX_COLUMNS):
         return _bincount_rows(y, row_map, weights).astype(dtype, copy=False)
+    if sp.issparse(y) and row_map.n_source * y.shape[1] <= 4 * y.nnz:
+        return _bincount_cells(sp.coo_matrix(y), row_map, weights).astype(dtype, copy=False)
     it = _transposed_indicator(row_map, dtype)
     if weights is not None:
         data = weights[row_map.indices >= 0] if row_map.has_missing else weights
@@ -151,6 +155,16 @@ def _bincount_rows(y, row_map, weights):
     if y.ndim == 1:
         return column(y)
     return np.stack([column(y[:, j]) for j in range(y.shape[1])], axis=1)
+
+
+def _bincount_cells(y, row_map, weights):
+    """A sparse (COO) ``y`` scattered into a dense result by one ``np.bincount`` of its cells."""
+    rows = row_map.indices[y.row]
+    values = y.data if weights is None else y.data * weights[y.row]
+    present = rows >= 0
+    cells = rows[present].astype(np.int64) * y.shape[1] + y.col[present]
+    out = np.bincount(cells, weights=values[present], minlength=row_map.n_source * y.shape[1])
+    return out.reshape(row_map.n_source, y.shape[1])
 
 
 def counts(row_map, weights=None, dtype=np.float64):
