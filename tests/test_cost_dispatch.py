@@ -134,6 +134,18 @@ def test_forced_strategy_overrides_the_model():
             assert decide(nm, PROFILE).strategy == "materialized"
 
 
+def test_a_single_candidate_consults_no_model(monkeypatch):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the cost model was loaded for a forced fit")
+
+    monkeypatch.setattr(_dispatch, "gpu_available", lambda: False)
+    monkeypatch.setattr(_dispatch, "load_cost_model", no_model)
+    decision = decide(redundant_star(), PROFILE, strategy="factorized", backend="cpu")
+    assert (decision.strategy, decision.backend) == ("factorized", "cpu")
+    assert decision.scores == {} and decision.model == ""
+    assert "forced" in decision.reason and decision.explain().startswith("cpu/factorized")
+
+
 def test_gpu_is_only_ranked_by_a_model_that_knows_gpus(monkeypatch):
     monkeypatch.setattr(_dispatch, "gpu_available", lambda: True)
     monkeypatch.setattr(_dispatch, "gpu_free_memory", lambda: 2**34)

@@ -296,6 +296,24 @@ def test_every_way_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, value
         close(nm.gram(weights), T.T @ (weights[:, None] * T))
 
 
+def test_groups_of_blocks_on_threads(monkeypatch):
+    """Products over tall targets scatter each row map on its own thread: the same numbers."""
+    from sklearn_ilargi.ops import _products
+
+    monkeypatch.setattr(_products, "PARALLEL_GROUP_ROWS", 0)
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        scenario = random_scenario(rng, n_sources=4, n_target=30)
+        nm, T = build(scenario), reference_matrix(*scenario)
+        _, _, y, Y = operands(T, seed)
+        weights = rng.random(30)
+        close(nm.T @ y, T.T @ y)
+        close(nm.T @ Y, T.T @ Y)
+        close(nm.T @ sp.csr_matrix(Y), T.T @ Y)
+        close(nm.sum(axis=0), T.sum(axis=0))
+        close(nm.gram(weights), T.T @ (weights[:, None] * T))
+
+
 def test_tall_fact_table_in_column_major_order():
     """Large enough to take the column-major layout of tall, narrow sources."""
     rng = np.random.default_rng(12)
@@ -304,7 +322,8 @@ def test_tall_fact_table_in_column_major_order():
     dim = rng.standard_normal((50, 4))
     row_map = rng.integers(-1, 50, n)
     nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(n), row_map])
-    assert nm.blocks[0].source.flags.f_contiguous
+    assert nm.blocks[0].source.flags.f_contiguous  # tall and narrow
+    assert nm.blocks[1].source.flags.f_contiguous  # narrow enough to be joined in the gram
     T = nm.materialize()
     x, X, y, Y = operands(T)
     weights = rng.random(n)

@@ -259,12 +259,21 @@ def add_gathered_rows(out, z, row_map):
     out += gather_rows(z, row_map)
 
 
-def scatter_add_rows(y, row_map, weights=None):
+def scatter_add_rows(y, row_map, weights=None, out=None):
     """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
 
     ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``. Dense operands
-    use :func:`segment_sum_method`; sparse ones always the CSR of ``I.T``.
+    use :func:`segment_sum_method`; sparse ones always the CSR of ``I.T``. ``out``, a dense
+    array of the result's shape, has the result added to it, and is returned.
     """
+    result = _scatter_add_rows(y, row_map, weights)
+    if out is None:
+        return result
+    out += result
+    return out
+
+
+def _scatter_add_rows(y, row_map, weights):
     if row_map.indices is None:
         return scale_rows(y, weights)
     dtype = np.result_type(y.dtype, np.float32)

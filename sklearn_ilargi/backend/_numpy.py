@@ -46,15 +46,24 @@ def as_csr(a, dtype):
 
 
 def all_finite(a):
+    """Whether ``a`` holds no NaN or infinity.
+
+    A finite sum proves it without the temporary mask that ``np.isfinite`` makes; only a
+    sum that is not finite (a NaN, an infinity, or an overflow) looks at each value.
+    """
     data = a.data if sp.issparse(a) else a
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(data)):
+            return True
     return bool(np.isfinite(data).all())
 
 
 def gather_rows(z, row_map, out=None):
     """``I @ z``: row ``row_map.indices[i]`` of ``z`` for each target row, zero where ``-1``.
 
-    ``out``, a C-contiguous array of the result's shape and dtype, receives the rows instead
-    of a new array (a reused buffer saves the first touch of fresh memory).
+    ``out``, an array of the result's shape and dtype, receives the rows instead of a new
+    array (a reused buffer saves the first touch of fresh memory). A column-major ``z`` is
+    gathered a column at a time, into a column-major result: give it a column-major ``out``.
     """
     if row_map.indices is None:
         if out is None:
@@ -64,10 +73,25 @@ def gather_rows(z, row_map, out=None):
     if z.shape[0] == 0:  # every target row is missing
         shape = (row_map.n_target,) + z.shape[1:]
         return np.zeros(shape, dtype=z.dtype) if out is None else _filled(out, 0)
-    out = np.take(z, row_map.indices, axis=0, out=out, mode="clip")  # -1 picks row 0 here
+    positions = _positions(row_map)
+    if z.ndim == 2 and not z.flags.c_contiguous and z.flags.f_contiguous:
+        if out is None:
+            out = np.empty((row_map.n_target, z.shape[1]), dtype=z.dtype, order="F")
+        for j in range(z.shape[1]):  # -1 picks row 0 here
+            np.take(z[:, j], positions, out=out[:, j], mode="clip")
+    else:
+        out = np.take(z, positions, axis=0, out=out, mode="clip")
     if row_map.has_missing:
         out[row_map.indices < 0] = 0
     return out
+
+
+def _positions(row_map):
+    """The map's indices as ``np.intp``, kept on the map: ``np.take`` and ``np.bincount``
+    would otherwise convert narrower indices (a copy of the whole map) on every call."""
+    if row_map.indices.dtype == np.intp:
+        return row_map.indices
+    return row_map.cached("intp", lambda: row_map.indices.astype(np.intp))
 
 
 def _filled(out, value):
@@ -112,37 +136,45 @@ def _transposed_indicator(row_map, dtype):
     return row_map.cached(("csc", np.dtype(dtype).str), build)
 
 
-def scatter_add_rows(y, row_map, weights=None):
+def scatter_add_rows(y, row_map, weights=None, out=None):
     """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
 
     ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``, and for a
     sparse ``y`` whose result has at most 4 cells per stored value (a one-hot of a few
-    labels), sparse otherwise.
+    labels), sparse otherwise. ``out``, a dense array of the result's shape, has the result
+    added to it, and is returned.
     """
     if row_map.indices is None:
-        return scale_rows(y, weights)
+        return _added(scale_rows(y, weights), out)
     dtype = np.result_type(y.dtype, np.float32)
-    if not sp.issparse(y) and (y.ndim == 1 or y.shape[1] <= BINCOUNT_MAX_COLUMNS):
-        return _bincount_rows(y, row_map, weights).astype(dtype, copy=False)
+    if not sp.issparse(y) and (y.ndim == 1 or y.shape[1] <= BINCOUNT_MAX_COLUMNS
+                               or not y.flags.c_contiguous):
+        return _bincount_rows(y, row_map, weights, dtype, out)
     if sp.issparse(y) and row_map.n_source * y.shape[1] <= 4 * y.nnz:
-        return _bincount_cells(sp.coo_matrix(y), row_map, weights).astype(dtype, copy=False)
+        cells = _bincount_cells(sp.coo_matrix(y), row_map, weights).astype(dtype, copy=False)
+        return _added(cells, out)
     it = _transposed_indicator(row_map, dtype)
     if weights is not None:
         data = weights[row_map.indices >= 0] if row_map.has_missing else weights
         it = sp.csc_matrix((np.asarray(data, dtype=dtype), it.indices, it.indptr), shape=it.shape)
-    if y.ndim == 2 and not sp.issparse(y) and not y.flags.c_contiguous:
-        # scipy would copy a column-major y to row-major first: one contiguous column at a time.
-        return np.stack([it @ y[:, j] for j in range(y.shape[1])], axis=1)
-    return it @ y
+    return _added(it @ y, out)
+
+
+def _added(result, out):
+    if out is None:
+        return result
+    out += result
+    return out
 
 
 BINCOUNT_MAX_COLUMNS = 2
 """Scatter this narrow a dense operand a column at a time with ``np.bincount`` (a 6M-row
-vector in our profiling: faster than the CSC product, and no ``I.T`` to build)."""
+vector in our profiling: faster than the CSC product, and no ``I.T`` to build). Column-major
+operands always go a column at a time: scipy would copy them to row-major first."""
 
 
-def _bincount_rows(y, row_map, weights):
-    indices = row_map.indices
+def _bincount_rows(y, row_map, weights, dtype, out=None):
+    indices = _positions(row_map)
     present = indices >= 0 if row_map.has_missing else slice(None)
     indices = indices[present]
     weights = None if weights is None else weights[present]
@@ -152,9 +184,14 @@ def _bincount_rows(y, row_map, weights):
         values = values if weights is None else values * weights
         return np.bincount(indices, weights=values, minlength=row_map.n_source)
 
+    if out is None:
+        out = np.zeros((row_map.n_source,) + y.shape[1:], dtype=dtype)
     if y.ndim == 1:
-        return column(y)
-    return np.stack([column(y[:, j]) for j in range(y.shape[1])], axis=1)
+        out += column(y)
+    else:
+        for j in range(y.shape[1]):
+            out[:, j] += column(y[:, j])
+    return out
 
 
 def _bincount_cells(y, row_map, weights):
@@ -175,7 +212,8 @@ def counts(row_map, weights=None, dtype=np.float64):
         return np.asarray(scatter_add_rows(weights.astype(dtype, copy=False), row_map))
 
     def count():
-        present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else row_map.indices
+        indices = _positions(row_map)
+        present = indices[indices >= 0] if row_map.has_missing else indices
         return np.bincount(present, minlength=row_map.n_source).astype(dtype)
 
     return row_map.cached(("counts", np.dtype(dtype).str), count)
@@ -191,7 +229,8 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
         weights = None if weights is None else weights[both]
     shape = (row_map_a.n_source, row_map_b.n_source)
     if dense:
-        cells = ia.astype(np.int64) * shape[1] + ib
+        cells = ia * shape[1]
+        cells += ib
         out = np.bincount(cells, weights=weights, minlength=shape[0] * shape[1])
         return out.reshape(shape).astype(dtype, copy=False)
     data = np.ones(ia.size, dtype) if weights is None else weights.astype(dtype)
@@ -201,7 +240,7 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
 def _explicit(row_map):
     if row_map.indices is None:
         return np.arange(row_map.n_target)
-    return row_map.indices
+    return _positions(row_map)
 
 
 def scale_rows(y, weights):

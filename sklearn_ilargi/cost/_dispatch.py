@@ -69,11 +69,13 @@ class Decision:
     backend : {"cpu", "gpu"}
     reason : str
     scores : dict
-        Per candidate ``(backend, strategy)``, the predicted seconds of the fit.
+        Per candidate ``(backend, strategy)``, the predicted seconds of the fit; empty when
+        the strategy and backend leave a single candidate (no model is consulted then).
     infeasible : dict
         Per candidate that cannot run, why (memory).
     model : str
-        What predicted the scores: the CatBoost model file, or the heuristic and why.
+        What predicted the scores: the CatBoost model file, or the heuristic and why; empty
+        when nothing was predicted.
     features : dict
         The fit's features the prediction was made on.
     overhead_seconds : float
@@ -198,15 +200,16 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
                                 "the input is a single matrix"))
     start = time.perf_counter()
     profile = DEFAULT_PROFILE if profile is None else profile
-    model = load_cost_model()
     gpu = backend == "gpu" or (backend == "auto" and gpu_available())
-    notes = []
-    if backend == "auto" and gpu and not model.gpu_trained:
-        gpu = False
-        notes.append("GPU not considered: the cost model has no GPU timings (CPU-only model)")
     pool = candidates(strategy, backend, gpu=gpu)
-    if not model.gpu_trained and any(c.backend == "gpu" for c in pool):
-        model = HeuristicCostModel("the cost model has no GPU timings to rank GPU paths with")
+    model, notes = None, []
+    if len(pool) > 1:  # a single candidate needs no prediction (nor CatBoost's import)
+        model = load_cost_model()
+        if backend == "auto" and gpu and not model.gpu_trained:
+            pool = candidates(strategy, backend, gpu=False)
+            notes.append("GPU not considered: the cost model has no GPU timings (CPU-only model)")
+        if not model.gpu_trained and any(c.backend == "gpu" for c in pool):
+            model = HeuristicCostModel("the cost model has no GPU timings to rank GPU paths with")
     shared = fit_features(X, profile, hardware_info())
     rows = [candidate_features(shared, c.backend, c.strategy) for c in pool]
     host = available_memory()
@@ -218,13 +221,13 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
                             resident_bytes=shared["fact_bytes"])
         if why:
             infeasible[candidate] = why
-    scores = dict(zip(pool, model.predict_seconds(shared, rows)))
+    scores = {} if model is None else dict(zip(pool, model.predict_seconds(shared, rows)))
     chosen, reason = _choose(pool, scores, infeasible, strategy, backend)
     if notes:
         reason += "; " + "; ".join(notes)
     decision = Decision(
-        chosen.strategy, chosen.backend, reason, scores, infeasible, model.source, shared,
-        time.perf_counter() - start,
+        chosen.strategy, chosen.backend, reason, scores, infeasible,
+        "" if model is None else model.source, shared, time.perf_counter() - start,
     )
     return _record(decision)
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ._row_map import index_dtype
+
 
 def _key_kind(series):
     dtype = series.dtype
@@ -60,7 +62,7 @@ def key_codes(left, right, left_where, right_where):
 
     Returns
     -------
-    left_codes, right_codes : ndarray of int64
+    left_codes, right_codes : ndarray of int
     """
     n_left, n_right = len(left[0]), len(right[0])
     codes, width = None, 1
@@ -85,7 +87,7 @@ def key_codes(left, right, left_where, right_where):
             codes, width = column_codes, max(n_codes, 1)
         else:
             null = (codes < 0) | (column_codes < 0)
-            codes = codes * max(n_codes, 1) + column_codes
+            codes = codes.astype(np.int64) * max(n_codes, 1) + column_codes
             codes[null] = -1
             width *= max(n_codes, 1)
     left_codes, right_codes = codes[:n_left], codes[n_left:n_left + n_right]
@@ -106,7 +108,7 @@ def _integer_codes(left, right):
     hi = max(int(l_values.max()), int(r_values.max()))
     if hi - lo > 4 * (l_values.size + r_values.size):
         return None, 0
-    codes = np.empty(l_values.size + r_values.size, dtype=np.int64)
+    codes = np.empty(l_values.size + r_values.size, dtype=index_dtype(hi - lo + 1))
     np.subtract(l_values, lo, out=codes[:l_values.size], casting="unsafe")
     np.subtract(r_values, lo, out=codes[l_values.size:], casting="unsafe")
     return codes, hi - lo + 1
@@ -159,7 +161,8 @@ class Matches:
 
     def first_match(self):
         """For each left row, its only matching joined row or -1 (when ``unique``)."""
-        by_code = np.full(self.count.size + 1, -1, dtype=np.int64)
+        by_code = np.full(self.count.size + 1, -1,
+                          dtype=index_dtype(int(self.order.max(initial=0)) + 1))
         by_code[np.flatnonzero(self.count)] = self.order
         return by_code[self.left_codes]
 

@@ -5,6 +5,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ..backend._numpy import all_finite
+from ..ops._products import JOIN_MAX_COLUMNS
 from ._row_map import RowMap, index_dtype
 
 
@@ -31,9 +33,10 @@ def check_source(source, where):
     if kind != "f" or source.dtype.itemsize < 4:
         source = source.astype(np.float64)
         data = source.data if sp.issparse(source) else source
-    if not np.isfinite(data).all():
+    if not all_finite(data):
         raise ValueError(f"{where} contains NaN or infinity.")
     return source
+
 
 
 DENSE_ENOUGH = 1 / 6
@@ -48,7 +51,9 @@ def dense_enough(nnz, shape):
 
 def column_major(shape, *, is_fact):
     """Whether a dense block is best kept column-major (see storage_layout)."""
-    return is_fact and shape[0] >= TALL_ROWS and shape[1] <= NARROW_COLUMNS
+    if is_fact:
+        return shape[0] >= TALL_ROWS and shape[1] <= NARROW_COLUMNS
+    return 1 < shape[1] <= JOIN_MAX_COLUMNS
 
 
 def storage_layout(source, *, is_fact):
@@ -59,8 +64,10 @@ def storage_layout(source, *, is_fact):
       instead of single-threaded sparse kernels.
     - A tall, narrow fact table is stored column-major: BLAS's matrix-vector products then
       sweep long columns instead of a short dot product per row, about twice as fast for
-      ``T @ w`` and ``T.T @ y``. Gathered sources stay row-major, so that gathering a row
-      reads one contiguous run.
+      ``T @ w`` and ``T.T @ y``.
+    - A gathered source narrow enough for the gram to join it (``JOIN_MAX_COLUMNS``) is
+      column-major too: the gram gathers it a column at a time. Wider ones stay row-major,
+      so that gathering a row reads one contiguous run.
     """
     order = "F" if column_major(source.shape, is_fact=is_fact) else "C"
     if sp.issparse(source):
@@ -110,9 +117,20 @@ def as_row_map(indicator, n_source, where):
     return _row_map(indices.astype(index_dtype(n_source), copy=False), n_source)
 
 
+_IDENTITY_CHUNK = 1 << 20
+
+
 def is_identity(indices, n_source):
-    """Whether a row map is a fact table's own rows, in order."""
-    return len(indices) == n_source and np.array_equal(indices, np.arange(n_source))
+    """Whether a row map is a fact table's own rows, in order (checked a chunk at a time, so
+    that no array as long as the map is made)."""
+    if len(indices) != n_source:
+        return False
+    ramp = np.arange(min(n_source, _IDENTITY_CHUNK))
+    for start in range(0, n_source, _IDENTITY_CHUNK):
+        chunk = indices[start:start + _IDENTITY_CHUNK]
+        if not np.array_equal(chunk, ramp[:len(chunk)] + start):
+            return False
+    return True
 
 
 def _row_map(indices, n_source):

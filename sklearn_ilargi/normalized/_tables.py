@@ -152,7 +152,7 @@ def _apply_join(join, i, names, nodes, node_maps, shared_keys):
         taken, right_rows = expand(matches, target_codes(matches, parent_map), join.how,
                                    node.n_rows)
     node_maps = [_carry(m, taken, nodes[k].n_rows) for k, m in enumerate(node_maps)]
-    node_maps.append(right_rows.astype(index_dtype(node.n_rows)))
+    node_maps.append(right_rows.astype(index_dtype(node.n_rows), copy=False))
     nodes.append(node)
     if join.on is not None:
         for k in left_keys:

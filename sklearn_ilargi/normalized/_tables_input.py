@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 NUMERIC, CATEGORICAL, DATE, OTHER = "numeric", "categorical", "date", "other"
@@ -202,9 +203,13 @@ def _days_since_epoch(series):
         series = pd.to_datetime(series)
     if getattr(series.dt, "tz", None) is not None:
         series = series.dt.tz_convert("UTC").dt.tz_localize(None)
-    values = series.to_numpy(dtype="datetime64[ns]")
-    days = (values - np.datetime64(0, "ns")) / np.timedelta64(1, "D")
-    return np.where(np.isnat(values), np.nan, days)
+    values = series.to_numpy()
+    if values.dtype.kind != "M":
+        values = values.astype("datetime64[ns]")
+    unit = np.datetime_data(values.dtype)[0]
+    days = values.view(np.int64) / (np.timedelta64(1, "D") / np.timedelta64(1, unit))
+    days[np.isnat(values)] = np.nan
+    return days
 
 
 def factorize(series):
@@ -212,9 +217,21 @@ def factorize(series):
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
         uniques = series.cat.categories
+    elif isinstance(series.array, pd.arrays.ArrowStringArray):
+        codes, uniques = _arrow_factorize(series.array.__arrow_array__())
     else:
         codes, uniques = pd.factorize(series)
     return np.asarray(codes), [str(u) for u in uniques]
+
+
+def _arrow_factorize(strings):
+    """``pd.factorize`` of a pyarrow ChunkedArray of strings, by pyarrow's own hashing (faster
+    than pandas' on Arrow-backed strings, with 32-bit codes)."""
+    encoded = pc.dictionary_encode(strings).unify_dictionaries()
+    if encoded.num_chunks == 0:
+        return np.empty(0, dtype=np.int32), []
+    codes = np.concatenate([pc.fill_null(chunk.indices, -1).to_numpy() for chunk in encoded.chunks])
+    return codes, encoded.chunk(0).dictionary.to_pylist()
 
 
 def encode(numeric, columns, n_rows, order=None):

@@ -31,6 +31,20 @@ def _groups(blocks):
     return list(groups.values())
 
 
+PARALLEL_GROUP_ROWS = 1 << 20
+"""Scatter the row maps of a product side by side on threads when the target has this many
+rows: one scatter then takes tens of milliseconds, far more than starting a thread."""
+
+
+def _per_group(nm, func):
+    """``(group, func(group))`` for each group of blocks sharing a row map, on threads when
+    the target is tall and there are several groups."""
+    groups = _groups(nm.blocks)
+    if nm.shape[0] >= PARALLEL_GROUP_ROWS and len(groups) > 1:
+        return zip(groups, nm.backend.map_in_threads(func, groups))
+    return ((group, func(group)) for group in groups)
+
+
 def matmul(nm, x):
     """``T @ x`` for ``x`` of shape (c_T,) or (c_T, p)."""
     be = nm.backend
@@ -55,8 +69,7 @@ def rmatmul(nm, y):
     """``T.T @ y`` for ``y`` of shape (n_T,) or (n_T, p), dense or sparse (e.g. a one-hot)."""
     be = nm.backend
     out = be.xp.zeros((nm.shape[1],) + y.shape[1:], dtype=be.xp.result_type(nm.dtype, y.dtype))
-    for group in _groups(nm.blocks):
-        summed = be.scatter_add_rows(y, group[0].row_map)
+    for group, summed in _per_group(nm, lambda g: be.scatter_add_rows(y, g[0].row_map)):
         for block in group:
             out[block.columns] += be.dot(block.source.T, summed)
     if nm.shift is not None:
@@ -69,8 +82,11 @@ def column_sums(nm, sample_weight=None):
     """``T.T @ w`` (``w`` defaults to ones): each block's column sums weighted by row counts."""
     be = nm.backend
     out = be.xp.zeros(nm.shape[1], dtype=nm.dtype)
-    for group in _groups(nm.blocks):
-        weights = be.counts(group[0].row_map, sample_weight, nm.dtype)
+
+    def row_weights(group):
+        return _row_weights(be, group[0].row_map, sample_weight, nm.dtype)
+
+    for group, weights in _per_group(nm, row_weights):
         for block in group:
             out[block.columns] += be.column_sums(block.source, weights)
     if nm.shift is not None:
@@ -152,7 +168,8 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
     A slice of target rows at a time, the joined blocks' rows (the fact table's, the others
     gathered) are put side by side, multiplied by BLAS and scattered into the ``apart``
     blocks' rows. One wide product beats a product per pair of blocks: each pair would read
-    its operands again.
+    its operands again. The slice is column-major: a column-major source then fills it a
+    long column at a time, where row-major rows of a few values each copy slowly.
     """
     columns = np.concatenate([b.columns for b in joined])
     overlapping = len(np.unique(columns)) < len(columns)
@@ -160,22 +177,31 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
         columns = np.unique(columns)
         position = np.full(nm.shape[1], -1)
         position[columns] = np.arange(len(columns))
+    sources = [b.source if b.row_map.is_identity else be.xp.asfortranarray(be.to_dense(b.source))
+               for b in joined]
+    ends = np.cumsum([b.shape[1] for b in joined])
+    width = len(columns)
 
-    def contribution(start, stop, scratch):
-        parts = [_rows_of(be, b, start, stop, scratch=scratch) for b in joined]
-        Z = _scratch(be, scratch, "joined", (stop - start, len(columns)), nm.dtype)
+    def zeros():
+        return [be.xp.zeros((width, width), nm.dtype)] + [
+            be.xp.zeros((b.row_map.n_source, width), nm.dtype, order="F") for b in apart]
+
+    def add_slice(start, stop, scratch, totals):
+        Z = _scratch(be, scratch, "joined", (stop - start, width), nm.dtype, order="F")
         if overlapping:
             Z[...] = 0
-            for block, part in zip(joined, parts):
-                be.add_at_columns(Z, position[block.columns], part)
-        else:
-            be.xp.concatenate([p.reshape(stop - start, -1) for p in parts], axis=1, out=Z)
+        for block, source, end in zip(joined, sources, ends):
+            if overlapping:
+                be.add_at_columns(Z, position[block.columns],
+                                  _rows_of(be, block, start, stop, source))
+            else:
+                _rows_of(be, block, start, stop, source, out=Z[:, end - block.shape[1]:end])
         weighted = Z if sample_weight is None else be.scale_rows(Z, sample_weight[start:stop])
-        return [be.dot(Z.T, weighted)] + [
-            be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop))
-            for block in apart]
+        totals[0] += be.dot(Z.T, weighted)
+        for block, total in zip(apart, totals[1:]):
+            be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop), out=total)
 
-    summed = _sum_over_slices(be, contribution, nm.shape[0], len(columns))
+    summed = _sum_over_slices(be, add_slice, zeros, nm.shape[0], width)
     if summed is None:
         return
     _add(out, columns, columns, summed[0])
@@ -185,31 +211,32 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
         _add(out, columns, block.columns, cross.T)
 
 
-def _sum_over_slices(be, contribution, n_rows, n_columns):
-    """The sum over slices of target rows of ``contribution(start, stop, scratch)``.
+def _sum_over_slices(be, add_slice, zeros, n_rows, n_columns):
+    """Sums over slices of target rows, each of the backend's threads summing its share.
 
-    ``contribution`` returns a list of arrays; ``scratch`` is a dict of buffers that it may
-    keep for the next slice of the same thread (see :func:`_scratch`). Slices hold about
-    ``GATHERED_VALUES_PER_SLICE`` values of ``n_columns`` columns; each of the backend's
-    threads sums its own share of them. None when there are no rows.
+    ``zeros()`` gives a thread its list of zero totals; ``add_slice(start, stop, scratch,
+    totals)`` adds the contribution of rows ``start:stop`` to them. ``scratch`` is a dict of
+    buffers it may keep for the thread's next slice (see :func:`_scratch`). Slices hold about
+    ``GATHERED_VALUES_PER_SLICE`` values of ``n_columns`` columns. None when there are no rows.
     """
     step = _rows_per_slice(n_columns)
     slices = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
     n_threads = max(1, min(be.threads(), len(slices)))
 
     def sum_share(share):
-        scratch = {}
-        return _add_up(contribution(start, stop, scratch) for start, stop in share)
+        scratch, totals = {}, zeros()
+        for start, stop in share:
+            add_slice(start, stop, scratch, totals)
+        return totals
 
-    return _add_up(be.map_in_threads(sum_share, [slices[i::n_threads] for i in range(n_threads)]))
+    shares = [slices[i::n_threads] for i in range(n_threads)]
+    return _add_up(be.map_in_threads(sum_share, shares)) if slices else None
 
 
 def _add_up(lists):
-    """Element-wise sum of lists of arrays (None entries skipped), adding into the first."""
+    """Element-wise sum of lists of arrays, adding into the first."""
     out = None
     for parts in lists:
-        if parts is None:
-            continue
         if out is None:
             out = parts
         else:
@@ -218,21 +245,26 @@ def _add_up(lists):
     return out
 
 
-def _rows_of(be, block, start, stop, source=None, scratch=None):
+def _rows_of(be, block, start, stop, source=None, scratch=None, out=None):
     """The block's contribution to target rows ``start:stop`` (a view for the fact table).
 
-    Gathered rows go to a buffer of ``scratch`` when given.
+    Gathered rows go to ``out``, or to a buffer of ``scratch`` when given.
     """
     source = block.source if source is None else source
     if block.row_map.is_identity:
-        return be.to_dense(source[start:stop])
-    out = None
-    if scratch is not None:
-        out = _scratch(be, scratch, id(block), (stop - start, source.shape[1]), source.dtype)
+        rows = be.to_dense(source[start:stop])
+        if out is None:
+            return rows
+        out[...] = rows
+        return out
+    if out is None and scratch is not None:
+        order = "F" if source.flags.f_contiguous and not source.flags.c_contiguous else "C"
+        out = _scratch(be, scratch, id(block), (stop - start, source.shape[1]), source.dtype,
+                       order=order)
     return be.gather_rows(source, block.row_map.rows_between(start, stop), out=out)
 
 
-def _scratch(be, scratch, key, shape, dtype):
+def _scratch(be, scratch, key, shape, dtype, order="C"):
     """The first ``shape[0]`` rows of a buffer kept in ``scratch`` across slices.
 
     Slices reuse their buffers: touching fresh memory for every slice's gathered rows costs as
@@ -240,7 +272,7 @@ def _scratch(be, scratch, key, shape, dtype):
     """
     buffer = scratch.get(key)
     if buffer is None or buffer.shape[0] < shape[0]:
-        buffer = scratch[key] = be.xp.empty(shape, dtype)
+        buffer = scratch[key] = be.xp.empty(shape, dtype, order=order)
     return buffer[:shape[0]]
 
 
@@ -262,15 +294,16 @@ def _gather_scatter(be, block, row_map, sample_weight):
     """
     source = be.to_dense(block.source)
 
-    def contribution(start, stop, scratch):
+    def zeros():
+        return [be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)]
+
+    def add_slice(start, stop, scratch, totals):
         gathered = _rows_of(be, block, start, stop, source, scratch)
         weights = None if sample_weight is None else sample_weight[start:stop]
-        return [be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights)]
+        be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights, out=totals[0])
 
-    summed = _sum_over_slices(be, contribution, row_map.n_target, source.shape[1])
-    if summed is None:
-        return be.xp.zeros((row_map.n_source, source.shape[1]), dtype=source.dtype)
-    return summed[0]
+    summed = _sum_over_slices(be, add_slice, zeros, row_map.n_target, source.shape[1])
+    return zeros()[0] if summed is None else summed[0]
 
 
 def _row_weights(be, row_map, sample_weight, dtype):
