@@ -383,11 +383,29 @@ def test_every_storage_layout_of_an_encoded_table(monkeypatch, shop, layout):
     assert source.flags.f_contiguous if layout == "column-major" else True
 
 
+@pytest.mark.parametrize("how", ["inner", "left", "outer"])
+def test_two_column_keys_over_wide_ranges(how):
+    """Keys whose combined codes would need compacting (a part's suppliers, say): matched by
+    looking each pair up among its first value's few pairs, as pandas.merge matches them."""
+    rng = np.random.default_rng(7)
+    parts = rng.choice(10**6, 50, replace=False)
+    dim = pd.DataFrame({"p": np.repeat(parts, 3), "s": rng.integers(0, 10**5, 150),
+                        "cost": rng.random(150)}).drop_duplicates(["p", "s"])
+    pick = rng.integers(0, len(dim), 300)
+    fact = pd.DataFrame({"p": dim["p"].to_numpy()[pick], "s": dim["s"].to_numpy()[pick],
+                         "x": rng.random(300)})
+    fact.loc[:30, "s"] = rng.integers(0, 10**5, 31)  # pairs the dimension lacks
+    check_against_pandas(fact, [Join(dim, on=["p", "s"], how=how)], ordered=how != "outer")
+
+
+@pytest.mark.parametrize("pair_slots", [0, 8, 100])  # hashed, looked up where few, looked up
 @pytest.mark.parametrize("pairs_per_prefix", [1, 4, 40])
-def test_two_column_key_codes_match_equal_pairs(pairs_per_prefix):
+def test_two_column_key_codes_match_equal_pairs(monkeypatch, pairs_per_prefix, pair_slots):
     """Left and right key pairs get equal codes exactly when equal; -1 when absent or null."""
+    from sklearn_ilargi.normalized import _join_keys
     from sklearn_ilargi.normalized._join_keys import key_codes
 
+    monkeypatch.setattr(_join_keys, "PAIR_SLOTS", pair_slots)
     rng = np.random.default_rng(pairs_per_prefix)
     n_right = 400
     prefixes = rng.integers(0, 10**9, max(1, n_right // pairs_per_prefix))

@@ -65,27 +65,13 @@ def key_codes(left, right, left_where, right_where):
     left_codes, right_codes : ndarray of int
     """
     n_left, n_right = len(left[0]), len(right[0])
-    codes, width = None, 1
-    for l_col, r_col, l_where, r_where in zip(left, right, left_where, right_where):
-        l_kind, r_kind = _key_kind(l_col), _key_kind(r_col)
-        for kind, where in ((l_kind, l_where), (r_kind, r_where)):
-            if kind not in ("number", "string", "datetime", "empty"):
-                raise TypeError(f"Key {where} holds values of type {kind!r}; keys must be "
-                                "numbers, strings or dates.")
-        if "empty" not in (l_kind, r_kind) and l_kind != r_kind:
-            raise TypeError(
-                f"Keys of incompatible types: {l_where} holds {l_kind}s but {r_where} holds "
-                f"{r_kind}s."
-            )
-        kind = r_kind if l_kind == "empty" else l_kind
-        column_codes, n_codes = _integer_codes(l_col, r_col)
-        if column_codes is None:
-            both = pd.concat([_plain(l_col, kind), _plain(r_col, kind)], ignore_index=True)
-            column_codes, uniques = pd.factorize(both)
-            column_codes, n_codes = column_codes.astype(np.int64), len(uniques)
-        if codes is None:
-            codes, width = column_codes, max(n_codes, 1)
-        else:
+    columns = [_column_codes(*sides) for sides in zip(left, right, left_where, right_where)]
+    paired = _pair_codes(*columns, n_left) if len(columns) == 2 else None
+    if paired is not None:
+        codes, width = paired
+    else:
+        codes, width = columns[0][0], max(columns[0][1], 1)
+        for column_codes, n_codes in columns[1:]:
             null = (codes < 0) | (column_codes < 0)
             codes = codes.astype(np.int64) * max(n_codes, 1) + column_codes
             codes[null] = -1
@@ -94,6 +80,68 @@ def key_codes(left, right, left_where, right_where):
     if width > 4 * (n_right + 1):
         left_codes, right_codes = _compact(left_codes, right_codes)
     return left_codes, right_codes
+
+
+def _column_codes(l_col, r_col, l_where, r_where):
+    """(codes, number of codes) of one key column over the left then the right rows."""
+    l_kind, r_kind = _key_kind(l_col), _key_kind(r_col)
+    for kind, where in ((l_kind, l_where), (r_kind, r_where)):
+        if kind not in ("number", "string", "datetime", "empty"):
+            raise TypeError(f"Key {where} holds values of type {kind!r}; keys must be "
+                            "numbers, strings or dates.")
+    if "empty" not in (l_kind, r_kind) and l_kind != r_kind:
+        raise TypeError(
+            f"Keys of incompatible types: {l_where} holds {l_kind}s but {r_where} holds "
+            f"{r_kind}s."
+        )
+    kind = r_kind if l_kind == "empty" else l_kind
+    column_codes, n_codes = _integer_codes(l_col, r_col)
+    if column_codes is None:
+        both = pd.concat([_plain(l_col, kind), _plain(r_col, kind)], ignore_index=True)
+        column_codes, uniques = pd.factorize(both)
+        column_codes, n_codes = column_codes.astype(np.int64), len(uniques)
+    return column_codes, n_codes
+
+
+PAIR_SLOTS = 8
+"""Match a two-column key through a table of each first value's distinct second values on the
+right when none has more than this many (a part's suppliers in TPC-H's partsupp: 4)."""
+
+
+def _pair_codes(first, second, n_left):
+    """(codes, width) of a two-column key from its columns' codes, without hashing.
+
+    Every row looks its second value up among the right's (at most ``PAIR_SLOTS``) second
+    values of its first value; its code is (first value, slot). On TPC-H SF1's lineitem x
+    partsupp this took about half the time of hashing the combined codes. None when a first
+    value has more slots, or the key would not need compacting anyway.
+    """
+    (codes1, n1), (codes2, n2) = first, second
+    n1, n2 = max(n1, 1), max(n2, 1)
+    n_right = codes1.size - n_left
+    if n1 * n2 <= 4 * (n_right + 1):  # combined codes are small already
+        return None
+    right1, right2 = codes1[n_left:], codes2[n_left:]
+    valid = (right1 >= 0) & (right2 >= 0)
+    pairs = np.sort(right1[valid].astype(np.int64) * n2 + right2[valid])
+    # distinct by sorting: numpy's hashing np.unique took 0.85 s on partsupp's 800k pairs
+    pairs = pairs[np.append(True, pairs[1:] != pairs[:-1])]
+    pair_first = pairs // n2
+    per_first = np.bincount(pair_first, minlength=n1)
+    slots = max(int(per_first.max(initial=0)), 1)
+    if slots > PAIR_SLOTS:
+        return None
+    slot = np.arange(pairs.size) - (np.cumsum(per_first) - per_first)[pair_first]
+    seconds = np.full((slots, n1), -1, dtype=codes2.dtype)  # no second code is -1 once valid
+    seconds[slot, pair_first] = pairs % n2
+    known = (codes1 >= 0) & (codes2 >= 0)
+    safe_first = np.where(known, codes1, 0).astype(np.intp)
+    codes = np.full(codes1.size, -1, dtype=index_dtype(n1 * slots))
+    for j in range(slots):
+        hit = seconds[j].take(safe_first) == codes2
+        hit &= known
+        codes[hit] = safe_first[hit] * slots + j
+    return codes, n1 * slots
 
 
 def _integer_codes(left, right):
