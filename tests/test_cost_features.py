@@ -102,6 +102,21 @@ def test_candidate_rows():
     assert heuristic_seconds({**shared, **gpu}) > 0
 
 
+def test_the_heuristic_prices_sparse_kernels_lower():
+    """The same FLOPs cost more on sparse matrices, the materialized CSR gram the most; a
+    dense fact table with a sparse dimension keeps BLAS's rate."""
+    shared = fit_features(star(), OperationProfile(gram=1, rmatmul=2), HARDWARE)
+    mat = {**shared, **candidate_features(shared, "cpu", "materialized")}
+    fact = {**shared, **candidate_features(shared, "cpu", "factorized")}
+    sparse_mat = {**mat, "mat_sparse": 1.0, "mat_nnz": mat["n_rows"] * 3}
+    assert heuristic_seconds(sparse_mat) > heuristic_seconds(mat)
+    assert heuristic_seconds({**sparse_mat, "gram": 0.0}) < heuristic_seconds(sparse_mat)
+    mostly_sparse = {**fact, "sparse_sources": 1.0, "source_density": 0.05}
+    assert heuristic_seconds(mostly_sparse) > heuristic_seconds(fact)
+    dense_fact = {**fact, "sparse_sources": 1.0, "source_density": 0.9}
+    assert heuristic_seconds(dense_fact) == heuristic_seconds(fact)
+
+
 def test_candidates_follow_what_is_forced():
     assert candidates(gpu=False) == [Candidate("cpu", "factorized"),
                                      Candidate("cpu", "materialized")]
