@@ -38,7 +38,6 @@ def check_source(source, where):
     return source
 
 
-
 DENSE_ENOUGH = 1 / 6
 TALL_ROWS = 1 << 16
 NARROW_COLUMNS = 64
