@@ -428,3 +428,16 @@ def test_two_column_key_codes_match_equal_pairs(monkeypatch, pairs_per_prefix, p
     assert len(set(code_of.values())) == len(code_of)
     expected = [code_of.get(pair, -1) for pair in zip(left_a, left_b)]
     assert_array_equal(left, expected)
+
+
+@pytest.mark.parametrize("values", [["b", None, "a", "b", "c", None], [], [None, None]])
+def test_arrow_strings_factorize_like_pandas(values):
+    """Arrow-backed strings (several chunks, nulls) get pandas.factorize's codes and order."""
+    from sklearn_ilargi.normalized._tables_input import factorize
+
+    chunked = pa.chunked_array([values[:3], values[3:]], type=pa.string())
+    series = pd.Series(pd.arrays.ArrowStringArray(chunked))
+    codes, names = factorize(series)
+    expected_codes, expected_names = pd.factorize(pd.Series(values, dtype=object))
+    assert_array_equal(codes, expected_codes)
+    assert names == [str(n) for n in expected_names]

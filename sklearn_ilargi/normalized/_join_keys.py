@@ -113,8 +113,8 @@ def _pair_codes(first, second, n_left):
 
     Every row looks its second value up among the right's (at most ``PAIR_SLOTS``) second
     values of its first value; its code is (first value, slot). On TPC-H SF1's lineitem x
-    partsupp this took about half the time of hashing the combined codes. None when a first
-    value has more slots, or the key would not need compacting anyway.
+    partsupp this took about half the time of hashing the combined codes in profiling. None
+    when a first value has more slots, or the key would not need compacting anyway.
     """
     (codes1, n1), (codes2, n2) = first, second
     n1, n2 = max(n1, 1), max(n2, 1)
