@@ -251,6 +251,23 @@ def test_cooccurrence(be, pair, weighted, dense):
     assert_allclose(host(got), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("n_groups", [1, 3, 40])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_group_counts(be, case, n_groups, weighted):
+    n_source, indices = ROW_MAPS[case]
+    n = n_source if indices is None else len(indices)
+    gen = np.random.default_rng(n_groups)
+    labels = gen.integers(0, n_groups, n).astype(np.int32)
+    w = gen.random(n) if weighted else None
+    one_hot = np.eye(n_groups)[labels].reshape(n, n_groups)
+    expected = indicator(n_source, indices).T @ (one_hot if w is None else one_hot * w[:, None])
+    got = be.group_counts(make_row_map(be, n_source, indices), be.from_numpy(labels), n_groups,
+                          None if w is None else be.from_numpy(w), np.float64)
+    assert got.shape == expected.shape
+    assert_allclose(host(got), expected, rtol=1e-12)
+
+
 def test_cooccurrence_of_identity_maps(be):
     a, b = RowMap.identity(4), RowMap.identity(4)
     assert_allclose(host(be.cooccurrence(a, b)), np.eye(4))

@@ -165,6 +165,26 @@ def test_forcing_the_gpu_without_one_is_a_clear_error():
         decide(redundant_star(), PROFILE, backend="gpu")
 
 
+def test_the_join_is_as_sparse_as_the_features_price_it():
+    """Sparse sources join into CSR, unless the profile needs the join dense (to center it)."""
+    import scipy.sparse as sp
+
+    from sklearn_ilargi.cost import prepare
+
+    rng = np.random.default_rng(3)
+    fact = sp.random(500, 20, density=0.02, format="csr", random_state=rng)
+    dim = sp.random(10, 30, density=0.02, format="csr", random_state=rng)
+    X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(500), rng.integers(0, 10, 500)])
+    for dense_join in (False, True):
+        profile = OperationProfile(gram=1, dense_join=dense_join)
+        decision = decide(X, profile, strategy="materialized", backend="cpu")
+        assert decision.features["mat_sparse"] == (not dense_join)
+        joined = prepare(X, decision)
+        assert sp.issparse(joined) == (not dense_join)
+        np.testing.assert_allclose(joined.toarray() if sp.issparse(joined) else joined,
+                                   X.materialize())
+
+
 def test_plain_input_and_missing_profile():
     decision = decide(np.ones((4, 2)))
     assert (decision.strategy, decision.backend) == ("materialized", "cpu")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from _scenarios import build, random_scenario, reference_matrix, scenarios
@@ -51,6 +52,30 @@ def test_gram(case):
     close(nm.T @ nm, T.T @ T)
     close(nm.gram(), T.T @ T)
     close(nm.gram(sample_weight=weights), T.T @ (weights[:, None] * T))
+
+
+@SETTINGS
+@given(scenarios(), st.integers(1, 12))
+def test_group_sums(case, n_groups):
+    nm, T = case
+    rng = np.random.default_rng(n_groups)
+    labels = rng.integers(0, n_groups, T.shape[0])
+    weights = rng.random(T.shape[0])
+    one_hot = np.eye(n_groups)[labels]
+    close(nm.group_sums(labels, n_groups), T.T @ one_hot)
+    close(nm.group_sums(labels.astype(np.int32), n_groups, weights),
+          T.T @ (weights[:, None] * one_hot))
+
+
+def test_group_sums_checks_its_labels():
+    nm = NormalizedMatrix.from_matrices([np.ones((4, 2)), np.ones((2, 1))],
+                                        [np.arange(4), [0, 1, 1, 0]])
+    with pytest.raises(ValueError, match=r"labels must be integers of shape \(4,\)"):
+        nm.group_sums(np.zeros(3, dtype=int), 2)
+    with pytest.raises(ValueError, match=r"labels must be integers"):
+        nm.group_sums(np.zeros(4), 2)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\)"):
+        nm.group_sums(np.array([0, 1, 2, 0]), 2)
 
 
 @SETTINGS
@@ -113,6 +138,8 @@ def test_shift_is_exact(case):
     close(shifted.T @ Y, S.T @ Y)
     close(shifted.gram(), S.T @ S)
     close(shifted.gram(weights), S.T @ (weights[:, None] * S))
+    labels = rng.integers(0, 3, T.shape[0])
+    close(shifted.group_sums(labels, 3, weights), S.T @ (weights[:, None] * np.eye(3)[labels]))
     close(shifted.sum(axis=0), S.sum(axis=0))
     close(shifted.sum(axis=1), S.sum(axis=1))
     close(shifted.row_norms(squared=True), (S * S).sum(axis=1))

@@ -18,6 +18,8 @@ import cupyx.scipy.sparse as csp
 import numpy as np
 import scipy.sparse as sp
 
+from ._numpy import _column_slice
+
 name = "gpu"
 xp = cp
 
@@ -350,6 +352,34 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
     return csp.coo_matrix((data, (rows, cols)), shape=shape).tocsr()
 
 
+GROUP_CELLS_PER_ROW = 8
+
+
+def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
+    """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
+
+    As the CPU backend's: CSR for the identity map, else dense up to ``GROUP_CELLS_PER_ROW``
+    cells per target row, CSR beyond.
+    """
+    labels = cp.asarray(labels)
+    n = labels.shape[0]
+    data = cp.ones(n, dtype) if weights is None else cp.asarray(weights).astype(dtype)
+    if row_map.indices is None:
+        indptr = cp.arange(n + 1, dtype=_index_dtype(n))
+        return csp.csr_matrix((data, labels.astype(indptr.dtype), indptr), shape=(n, n_groups))
+    rows, sources = _present(row_map)
+    if rows is not None:
+        labels, data = labels[rows], data[rows]
+    shape = (row_map.n_source, n_groups)
+    if shape[0] * shape[1] > GROUP_CELLS_PER_ROW * n:
+        index = _index_dtype(max(shape))
+        return csp.coo_matrix((data, (sources.astype(index), labels.astype(index))),
+                              shape=shape).tocsr()
+    cells = sources.astype(np.int64) * n_groups + labels
+    return cp.bincount(cells, weights=data, minlength=shape[0] * shape[1]).reshape(shape) \
+        .astype(dtype, copy=False)
+
+
 # ---------------------------------------------------------------------- products and sums
 def _float_dtype(*dtypes):
     dtype = np.result_type(*dtypes)
@@ -463,7 +493,8 @@ def placement(columns, n_columns, dtype):
 
 def add_at_columns(out, columns, values):
     """``out[:, columns] += values`` (``columns`` has no repeats)."""
-    out[:, cp.asarray(columns)] += values
+    columns = _column_slice(columns)
+    out[:, columns if isinstance(columns, slice) else cp.asarray(columns)] += values
 
 
 def threads():

@@ -15,7 +15,8 @@ from sklearn.utils.validation import _check_sample_weight, check_array, check_is
 
 from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from ..cost import OperationProfile
-from ..utils import is_normalized, matmul, rmatmul, row_norms_squared, validate_input
+from ..utils import (group_sums, is_normalized, matmul, rmatmul, row_norms_squared,
+                     validate_input)
 
 
 class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -349,9 +350,10 @@ class _Space:
         """``(X - offset) @ centers.T`` as an (n_samples, k) float64 array."""
         return _products(self.data, centers)
 
-    def scatter(self, assignment):
-        """``(X - offset).T @ assignment`` as an (n_features, k) float64 array."""
-        out = rmatmul(self.data, self._on_device(assignment.astype(self.dtype)))
+    def cluster_sums(self, labels, n_clusters):
+        """Weighted sum of the rows of ``X - offset`` in each cluster, (n_features, k) float64."""
+        out = group_sums(self.data, self._on_device(labels),
+                         n_clusters, self._on_device(self.sample_weight.astype(self.dtype)))
         return np.asarray(to_host(out), dtype=np.float64)
 
     def rows(self, indices):
@@ -462,10 +464,7 @@ def _lloyd(space, centers, max_iter, tol, verbose):
 
 def _update_centers(space, labels, partial, centers, weights, n_clusters):
     """Weighted means of the clusters through ``X.T @ R``; empty clusters are relocated."""
-    assignment = sp.csr_matrix(
-        (weights, (np.arange(space.n_samples), labels)), shape=(space.n_samples, n_clusters)
-    )
-    sums = space.scatter(assignment).T
+    sums = space.cluster_sums(labels, n_clusters).T
     in_cluster = np.bincount(labels, weights=weights, minlength=n_clusters).astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
     if empty.size:

@@ -12,8 +12,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .._config import get_config
 from ..backend import get_backend, gpu_available, to_numpy
 from ..normalized import NormalizedMatrix
@@ -22,7 +20,6 @@ from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
 from ._model import HeuristicCostModel, load_cost_model
 
-FACTORIZE_BYTE_RATIO = 1.5
 _STRATEGIES = ("auto", "factorized", "materialized")
 _BACKENDS = ("auto", "cpu", "gpu")
 _recorder = threading.local()
@@ -42,6 +39,9 @@ class OperationProfile:
         Solver iterations the counts above assume (informative; the counts are totals).
     classes : int
         Classes of a classifier (0 otherwise).
+    dense_join : bool
+        Whether the materialized path needs the join dense (it centers it), so that it is
+        built dense even from sparse sources.
     name : str
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
     """
@@ -52,6 +52,7 @@ class OperationProfile:
     width: int = 1
     iterations: int = 1
     classes: int = 0
+    dense_join: bool = False
     name: str = ""
 
 
@@ -139,32 +140,6 @@ def _record(decision):
     if decisions is not None:
         decisions.append(decision)
     return decision
-
-
-def materialized_nbytes(nm):
-    """Bytes of the materialized matrix: dense, or CSR where the blocks are sparse."""
-    itemsize = nm.dtype.itemsize
-    n_rows, n_columns = nm.shape
-    total = 0
-    for block in nm.blocks:
-        rows = int(np.count_nonzero(block.row_map.present()))
-        n_b, c_b = block.source.shape
-        if hasattr(block.source, "nnz"):
-            per_row = block.source.nnz / max(n_b, 1)
-            total += rows * per_row * (itemsize + 4)
-        else:
-            total += rows * c_b * itemsize
-    return max(total, 1)
-
-
-def byte_ratio_rule(nm):
-    """(ratio, scores): bytes one pass reads materialized over bytes it reads factorized."""
-    materialized = materialized_nbytes(nm)
-    factorized = max(nm.nbytes, 1)
-    return materialized / factorized, {
-        ("cpu", "factorized"): float(factorized),
-        ("cpu", "materialized"): float(materialized),
-    }
 
 
 def decide(X, profile=None, *, strategy="auto", backend="auto"):
@@ -263,18 +238,18 @@ def _choose(pool, scores, infeasible, strategy, backend):
 def prepare(X, decision):
     """The input as the decided path wants it: joined or not, on the decided device.
 
+    The join is CSR where the sources are sparse and CSR takes less than half the dense
+    size, unless the profile asks for a dense join (``decision.features["mat_sparse"]``).
     A NormalizedMatrix moves its sources and row maps, never a joined matrix: the copy is
     cached on it (``NormalizedMatrix.to``), so repeated fits transfer once, and the
     materialized GPU path joins on the device. A plain matrix is copied to the device, or
     back to the host for the CPU.
     """
     if isinstance(X, NormalizedMatrix):
-        sparse = decision.strategy == "materialized" and any(
-            hasattr(b.source, "nnz") for b in X.blocks
-        ) and materialized_nbytes(X) < 0.5 * X.shape[0] * X.shape[1] * X.dtype.itemsize
         X = X.to(decision.backend)
         if decision.strategy == "materialized":
-            return X.materialize(sparse=sparse)
+            # Built as the cost features priced it: CSR where they say so.
+            return X.materialize(sparse=bool(decision.features["mat_sparse"]))
         return X
     if decision.backend == "cpu":
         return to_numpy(X)

@@ -72,7 +72,7 @@ def block_summaries(nm):
     return [_block_summary(block) for block in nm.blocks]
 
 
-def data_features(nm, blocks=None):
+def data_features(nm, blocks=None, dense_join=False):
     """Features of a normalized matrix's data.
 
     Parameters
@@ -80,6 +80,8 @@ def data_features(nm, blocks=None):
     nm : NormalizedMatrix
     blocks : list of dict, optional
         :func:`block_summaries` of ``nm``, when already computed.
+    dense_join : bool
+        Whether the materialized path builds the join dense whatever its sparsity.
 
     Returns
     -------
@@ -107,8 +109,8 @@ def data_features(nm, blocks=None):
     dense_bytes = n_rows * n_columns * itemsize
     csr_bytes = mat_nnz * (itemsize + _DENSE_INDEX_BYTES) + (n_rows + 1) * 8
     sparse_sources = any(b["sparse"] for b in blocks)
-    # The materialized matrix is CSR exactly when prepare() would build CSR.
-    mat_sparse = sparse_sources and csr_bytes < 0.5 * dense_bytes
+    # prepare() builds the materialized matrix as CSR exactly when this says so.
+    mat_sparse = sparse_sources and csr_bytes < 0.5 * dense_bytes and not dense_join
     mat_bytes = csr_bytes if mat_sparse else dense_bytes
     fact_bytes = nm.nbytes
     covered = sum(b["columns"] * n_rows for b in blocks)
@@ -230,7 +232,7 @@ def fit_features(nm, profile, hardware):
     dict
     """
     blocks = block_summaries(nm)
-    data = data_features(nm, blocks)
+    data = data_features(nm, blocks, getattr(profile, "dense_join", False))
     prof = profile_features(profile)
     features = {**data, **prof, **cost_features(data, prof, blocks)}
     for name in HARDWARE_FEATURES:

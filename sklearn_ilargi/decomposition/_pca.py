@@ -143,10 +143,10 @@ class FactorizedPCA(FactorizedMixin, PCA):
         n_samples, n_features = X.shape
         n_components = _check_n_components(self.n_components, self.svd_solver,
                                            n_samples, n_features)
-        prepared = self._dispatch(X, OperationProfile(gram=1, name=type(self).__name__))
+        # PCA centers the data: the materialized path needs the join dense.
+        prepared = self._dispatch(X, OperationProfile(gram=1, dense_join=True,
+                                                      name=type(self).__name__))
         if not is_normalized(prepared):
-            if hasattr(prepared, "toarray"):
-                prepared = prepared.toarray()  # PCA centers: the dense join is what it needs
             fit_joined(super().fit, self, prepared)
             return
         dtype = X.dtype

@@ -241,6 +241,22 @@ class NormalizedMatrix:
         """``T.T @ diag(sample_weight) @ T`` as a dense (n_columns, n_columns) array."""
         return ops.gram(self, self._weights(sample_weight))
 
+    def group_sums(self, labels, n_groups, sample_weight=None):
+        """Column sums of each group of rows, ``T.T @ R`` for ``R`` the (weighted) one-hot of
+        ``labels``, as a dense (n_columns, n_groups) array.
+
+        ``labels`` holds each row's group, an integer in ``[0, n_groups)``.
+        """
+        labels = self.backend.asarray(labels)
+        if labels.shape != (self.shape[0],) or labels.dtype.kind not in "iu":
+            raise ValueError(
+                f"labels must be integers of shape ({self.shape[0]},); got {labels.dtype} of "
+                f"shape {labels.shape}."
+            )
+        if labels.size and not (0 <= int(labels.min()) and int(labels.max()) < n_groups):
+            raise ValueError(f"labels must lie in [0, {n_groups}).")
+        return ops.group_sums(self, labels, int(n_groups), self._weights(sample_weight))
+
     def _weights(self, sample_weight):
         if sample_weight is None:
             return None

@@ -8,6 +8,7 @@ except in :func:`materialize`.
 from ._products import (
     column_sums,
     gram,
+    group_sums,
     materialize,
     matmul,
     rmatmul,
@@ -18,6 +19,7 @@ from ._products import (
 __all__ = [
     "column_sums",
     "gram",
+    "group_sums",
     "materialize",
     "matmul",
     "rmatmul",

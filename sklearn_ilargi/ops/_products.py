@@ -78,6 +78,38 @@ def rmatmul(nm, y):
     return out
 
 
+def group_sums(nm, labels, n_groups, sample_weight=None):
+    """``T.T @ R`` for ``R`` the (weighted) one-hot of ``labels``: each group's column sums.
+
+    Each row map is summed into per-source-row group counts by one bincount
+    (``be.group_counts``), and each block multiplies them: no one-hot of the target's rows.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (n_T,)
+        Group of each target row, in ``[0, n_groups)`` (host or device array).
+    n_groups : int
+    sample_weight : ndarray of shape (n_T,), optional
+
+    Returns
+    -------
+    ndarray of shape (c_T, n_groups)
+    """
+    be = nm.backend
+    out = be.xp.zeros((nm.shape[1], n_groups), dtype=nm.dtype)
+
+    def counts(group):
+        return be.group_counts(group[0].row_map, labels, n_groups, sample_weight, nm.dtype)
+
+    for group, summed in _per_group(nm, counts):
+        for block in group:
+            out[block.columns] += be.dot(block.source.T, summed)
+    if nm.shift is not None:
+        totals = be.xp.bincount(be.xp.asarray(labels), weights=sample_weight, minlength=n_groups)
+        out += be.xp.multiply.outer(nm.shift, totals.astype(nm.dtype))
+    return out
+
+
 def column_sums(nm, sample_weight=None):
     """``T.T @ w`` (``w`` defaults to ones): each block's column sums weighted by row counts."""
     be = nm.backend

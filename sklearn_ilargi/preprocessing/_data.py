@@ -133,10 +133,10 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         if sample_weight is not None:
             weights = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
                                            dtype=np.float64)
-        prepared = self._dispatch(X, OperationProfile(rmatmul=2, name=type(self).__name__))
+        # Centering needs the join dense (a NormalizedMatrix's join can always be centered).
+        prepared = self._dispatch(X, OperationProfile(rmatmul=2, dense_join=self.with_mean,
+                                                      name=type(self).__name__))
         if not is_normalized(prepared):
-            if self.with_mean and hasattr(prepared, "toarray"):
-                prepared = prepared.toarray()  # the join of a NormalizedMatrix can be centered
             fit_joined(super().partial_fit, self, prepared, y, weights)
             return self
         self._update_statistics(prepared, weights, first_call)

@@ -6,6 +6,7 @@ matrices go through the primitives of the backend their arrays belong to.
 """
 
 from ..backend import backend_of
+from ..normalized import RowMap
 from ._validation import is_normalized
 
 
@@ -17,6 +18,16 @@ def matmul(X, W):
 def rmatmul(X, R):
     """``X.T @ R`` as a dense array."""
     return X.T @ R if is_normalized(X) else backend_of(X).dot(X.T, R)
+
+
+def group_sums(X, labels, n_groups, sample_weight=None):
+    """``X.T @ R`` for ``R`` the (weighted) one-hot of ``labels``, as a dense array."""
+    if is_normalized(X):
+        return X.group_sums(labels, n_groups, sample_weight)
+    be = backend_of(X)
+    one_hot = be.group_counts(RowMap.identity(X.shape[0]), labels, n_groups, sample_weight,
+                              X.dtype)
+    return be.dot(X.T, one_hot)
 
 
 def gram(X, sample_weight=None):
