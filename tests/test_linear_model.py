@@ -354,3 +354,31 @@ def test_gpu_fit_matches_cpu(strategy):
         assert gpu.backend_ == "gpu"
         assert isinstance(gpu.coef_, np.ndarray)
         assert_allclose(gpu.coef_, cpu.coef_, atol=1e-6)
+
+
+@pytest.mark.parametrize("smallest, cholesky", [(1e-2, True), (1e-9, False), (1e-14, False),
+                                                (0.0, False)])
+def test_minimum_norm_solve_with_and_without_cholesky(monkeypatch, smallest, cholesky):
+    """A clearly full-rank gram is solved by Cholesky, anything near the rank cutoff by the
+    eigendecomposition: both give lstsq's minimum-norm solution and rank."""
+    import scipy.linalg
+
+    from sklearn_ilargi.linear_model._base import minimum_norm_solve
+
+    eigh = scipy.linalg.eigh
+    calls = []
+    monkeypatch.setattr(scipy.linalg, "eigh", lambda *a, **k: calls.append(1) or eigh(*a, **k))
+
+    rng = np.random.default_rng(0)
+    vectors, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+    singular = np.array([3.0, 2.0, 1.5, 1.0, 0.5, np.sqrt(smallest)])
+    data = rng.standard_normal((40, 6))
+    u, _ = np.linalg.qr(data)
+    X = (u * singular) @ vectors.T
+    B = rng.standard_normal((40, 2))
+    got, rank = minimum_norm_solve(X.T @ X, X.T @ B, np.diag(X.T @ X))
+    expected, _, expected_rank, _ = np.linalg.lstsq(X, B, rcond=6 * np.finfo(float).eps ** 0.5)
+    assert rank == expected_rank
+    assert (not calls) == cholesky
+    # The normal equations lose precision as the condition squared: 1e-6 at 1e10.
+    assert_allclose(X @ got, X @ expected, atol=1e-5 * np.abs(X @ expected).max())

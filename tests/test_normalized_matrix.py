@@ -358,3 +358,17 @@ def test_tall_fact_table_in_column_major_order():
     close(nm @ X, T @ X)
     close(nm.T @ Y, T.T @ Y, rtol=1e-9, atol=1e-9)
     close(nm.gram(weights), T.T @ (weights[:, None] * T), rtol=1e-9, atol=1e-8)
+
+
+def test_small_sparse_sources_are_stored_dense(monkeypatch):
+    from sklearn_ilargi.normalized import _parse
+
+    monkeypatch.setattr(_parse, "SMALL_CELLS", 1 << 16)
+    rng = np.random.default_rng(5)
+    small = sp.random(100, 5, density=0.05, format="csr", random_state=rng)
+    large = sp.random(70_000, 1, density=0.05, format="csr", random_state=rng)
+    for source, stays_sparse in ((small, False), (large, True)):
+        n = source.shape[0]
+        nm = NormalizedMatrix.from_matrices([source], [np.arange(n)])
+        assert sp.issparse(nm.blocks[0].source) == stays_sparse
+        close(nm.materialize(), source.toarray())

@@ -43,9 +43,13 @@ TALL_ROWS = 1 << 16
 NARROW_COLUMNS = 64
 
 
+SMALL_CELLS = 1 << 16
+
+
 def dense_enough(nnz, shape):
     """Whether a block with ``nnz`` stored values is best kept dense (see storage_layout)."""
-    return nnz >= DENSE_ENOUGH * shape[0] * shape[1]
+    cells = shape[0] * shape[1]
+    return nnz >= DENSE_ENOUGH * cells or cells <= SMALL_CELLS
 
 
 def column_major(shape, *, is_fact):
@@ -60,7 +64,9 @@ def storage_layout(source, *, is_fact):
 
     - A sparse source at least 1/6 full becomes dense: at most 4x the bytes of CSR there (8
       bytes a cell against 12 a stored value), and its products run in multi-threaded BLAS
-      instead of single-threaded sparse kernels.
+      instead of single-threaded sparse kernels. So does a small one (at most ``SMALL_CELLS``
+      cells, 512 KiB dense): scipy.sparse's fixed cost per product, tens of microseconds of
+      checks and conversions, is more than its work.
     - A tall, narrow fact table is stored column-major: BLAS's matrix-vector products then
       sweep long columns instead of a short dot product per row, about twice as fast for
       ``T @ w`` and ``T.T @ y``.
