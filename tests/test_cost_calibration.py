@@ -5,11 +5,14 @@ import pandas as pd
 import pytest
 
 from sklearn_ilargi import config_context
-from sklearn_ilargi.cost import decide
+from sklearn_ilargi.cost import OperationProfile, decide
 from sklearn_ilargi.cost._calibrate import calibrate
 from sklearn_ilargi.cost._evaluation import baseline_policies, cases_of, score
 from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
-from sklearn_ilargi.cost._train import read_measurements
+from sklearn_ilargi.cost._features import candidate_features
+from sklearn_ilargi.cost._heuristic import TERMS, heuristic_seconds
+from sklearn_ilargi.cost._model import load_cost_model
+from sklearn_ilargi.cost._train import fit_heuristic_weights, read_measurements
 
 pytest.importorskip("catboost")
 
@@ -42,6 +45,36 @@ def test_calibrate_appends_and_trains(tmp_path):
     with config_context(cost_model=str(model)):
         decision = decide(make_calibration_scenario("star", 0, 0.02).X)
     assert decision.model.startswith("catboost") and "CPU-only" not in decision.reason
+    loaded = load_cost_model(str(model))
+    assert loaded.heuristic_weights.shape == (len(TERMS),)
+    assert (loaded.heuristic_weights >= 0).all()
+
+
+def test_heuristic_weights_fit_the_measurements(monkeypatch):
+    """Seconds made of known weights are fitted back (with a weak prior: the default one is
+    worth more than these 24 rows); a term that is always zero (sparse kernels on dense
+    scenarios, transfers on the CPU) keeps its nominal weight."""
+    from sklearn_ilargi.cost import _train
+
+    monkeypatch.setattr(_train, "PRIOR_MEASUREMENTS", 1e-4)
+    true = np.array([2.0, 0.5, 3.0, 1.5, 1.0, 1.0, 0.5, 2.0, 1.0])
+    rows = []
+    for family, seed in (("pkfk", 0), ("star", 1), ("snowflake", 2), ("left", 3)):
+        X = make_calibration_scenario(family, seed, 0.05).X
+        for matmul in (0, 5, 50):
+            shared = decide(X, OperationProfile(matmul=matmul, rmatmul=matmul, gram=1)).features
+            for strategy in ("factorized", "materialized"):
+                row = {**shared, **candidate_features(shared, "cpu", strategy)}
+                rows.append({**row, "seconds": heuristic_seconds(row, true)})
+    frame = pd.DataFrame(rows)
+    weights = fit_heuristic_weights(frame)
+    def error(w):
+        estimate = np.array([heuristic_seconds(r, w) for r in rows])
+        return np.abs(estimate / frame["seconds"] - 1).mean()
+
+    assert error(weights) < 0.01 < 0.1 < error(np.ones(len(TERMS)))
+    unused = [TERMS.index(t) for t in ("sparse_compute", "sparse_gram", "transfer")]
+    np.testing.assert_allclose(weights[unused], 1.0)
 
 
 def toy_measurements():

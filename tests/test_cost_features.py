@@ -103,18 +103,27 @@ def test_candidate_rows():
 
 
 def test_the_heuristic_prices_sparse_kernels_lower():
-    """The same FLOPs cost more on sparse matrices, the materialized CSR gram the most; a
-    dense fact table with a sparse dimension keeps BLAS's rate."""
+    """The same FLOPs cost more on sparse matrices, the materialized CSR gram the most."""
     shared = fit_features(star(), OperationProfile(gram=1, rmatmul=2), HARDWARE)
     mat = {**shared, **candidate_features(shared, "cpu", "materialized")}
     fact = {**shared, **candidate_features(shared, "cpu", "factorized")}
-    sparse_mat = {**mat, "mat_sparse": 1.0, "mat_nnz": mat["n_rows"] * 3}
+    assert fact["path_sparse_flops"] == mat["path_sparse_flops"] == 0.0
+    sparse_mat = {**mat, "mat_sparse": 1.0, "mat_nnz": mat["n_rows"] * 3,
+                  "path_sparse_flops": mat["path_flops"]}
     assert heuristic_seconds(sparse_mat) > heuristic_seconds(mat)
     assert heuristic_seconds({**sparse_mat, "gram": 0.0}) < heuristic_seconds(sparse_mat)
-    mostly_sparse = {**fact, "sparse_sources": 1.0, "source_density": 0.05}
-    assert heuristic_seconds(mostly_sparse) > heuristic_seconds(fact)
-    dense_fact = {**fact, "sparse_sources": 1.0, "source_density": 0.9}
-    assert heuristic_seconds(dense_fact) == heuristic_seconds(fact)
+    sparse_fact = {**fact, "path_sparse_flops": fact["path_flops"]}
+    assert heuristic_seconds(sparse_fact) > heuristic_seconds(fact)
+
+
+def test_only_the_products_of_sparse_sources_count_as_sparse_work():
+    shared = fit_features(star(sparse_dim=True), OperationProfile(gram=1, rmatmul=2), HARDWARE)
+    # rmatmul: 2 x 2 nnz of the dimension (5 stored values); its gram: 2 nnz x 4 columns; its
+    # cross product with the fact table: 2 x 10 rows x 3 x 4 columns x density 5/40.
+    assert shared["fact_sparse_flops"] == pytest.approx(2 * 2 * 5 + 2 * 5 * 4 + 30)
+    assert shared["fact_sparse_flops"] < shared["fact_flops"]
+    assert candidate_features(shared, "cpu", "factorized")["path_sparse_flops"] == \
+        shared["fact_sparse_flops"]
 
 
 def test_candidates_follow_what_is_forced():

@@ -173,10 +173,22 @@ vector in our profiling: faster than the CSC product, and no ``I.T`` to build). 
 operands always go a column at a time: scipy would copy them to row-major first."""
 
 
+def _present(row_map):
+    """(the target rows that have a source row, or ``slice(None)`` for all; their source
+    rows as ``np.intp``), kept on the map."""
+    if not row_map.has_missing:
+        return slice(None), _positions(row_map)
+
+    def build():
+        indices = _positions(row_map)
+        rows = np.flatnonzero(indices >= 0)
+        return rows, indices[rows]
+
+    return row_map.cached("present", build)
+
+
 def _bincount_rows(y, row_map, weights, dtype, out=None):
-    indices = _positions(row_map)
-    present = indices >= 0 if row_map.has_missing else slice(None)
-    indices = indices[present]
+    present, indices = _present(row_map)
     weights = None if weights is None else weights[present]
 
     def column(values):
@@ -253,10 +265,8 @@ def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     data = np.ones(n, dtype) if weights is None else np.asarray(weights, dtype=dtype)
     if row_map.indices is None:
         return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
-    rows = _positions(row_map)
-    if row_map.has_missing:
-        present = rows >= 0
-        rows, labels, data = rows[present], labels[present], data[present]
+    present, rows = _present(row_map)
+    labels, data = labels[present], data[present]
     shape = (row_map.n_source, n_groups)
     if shape[0] * shape[1] > GROUP_CELLS_PER_ROW * n:
         return sp.coo_matrix((data, (rows, labels)), shape=shape).tocsr()

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ._features import FEATURE_NAMES
-from ._heuristic import heuristic_seconds
-from ._train import predict_log10_seconds
+from ._heuristic import NOMINAL_WEIGHTS, heuristic_seconds
+from ._train import fit_heuristic_weights, predict_log10_seconds
 
 FACTORIZE_BYTE_RATIO = 1.5
 
@@ -63,11 +63,12 @@ def model_picks(model, frame, times):
     return table.idxmin(axis=1).to_numpy()
 
 
-def heuristic_picks(frame, times):
-    """The fallback heuristic's pick per case."""
+def heuristic_picks(frame, times, weights=NOMINAL_WEIGHTS):
+    """The heuristic's pick per case, its terms weighted by ``weights`` (the fallback's
+    nominal ones by default)."""
     seconds = frame.assign(
         candidate=frame["backend"] + "/" + frame["strategy"],
-        predicted=[heuristic_seconds(r) for r in frame.to_dict("records")])
+        predicted=[heuristic_seconds(r, weights) for r in frame.to_dict("records")])
     table = seconds.pivot_table(index=["scenario", "family", "workload"],
                                 columns="candidate", values="predicted", aggfunc="mean")
     return table.loc[times.index, times.columns].idxmin(axis=1).to_numpy()
@@ -117,8 +118,8 @@ def score(times, picks):
     }
 
 
-def held_out_picks(frame, group, train):
-    """Model picks for every case, each from a model trained without the case's ``group``.
+def held_out_picks(frame, group, choose):
+    """Picks for every case, each made knowing only the measurements of the other ``group``s.
 
     Parameters
     ----------
@@ -126,8 +127,9 @@ def held_out_picks(frame, group, train):
         Measurements.
     group : {"family", "workload"}
         What is left out in turn.
-    train : callable
-        ``train(frame) -> model`` with a ``predict`` of log10 seconds.
+    choose : callable
+        ``choose(training, held, held_times) -> picks``: from the measurements of the other
+        groups, the picks for the held-out measurements and cases (see :func:`model_picks`).
 
     Returns
     -------
@@ -138,17 +140,26 @@ def held_out_picks(frame, group, train):
     picks = pd.Series(index=times.index, dtype=object)
     level = times.index.names.index(group)
     for value in frame[group].unique():
-        held = frame[frame[group] == value]
-        model = train(frame[frame[group] != value])
         held_times = times[times.index.get_level_values(level) == value]
-        picks.loc[held_times.index] = model_picks(model, held, held_times)
+        picks.loc[held_times.index] = choose(frame[frame[group] != value],
+                                             frame[frame[group] == value], held_times)
     return times, picks.to_numpy()
 
 
-def compare(times, shared, frame, model_choice):
-    """Rows of metrics: the model first, then the heuristic and every baseline."""
-    rows = [{"policy": "cost model (CatBoost)", **score(times, model_choice)},
-            {"policy": "fallback heuristic", **score(times, heuristic_picks(frame, times))}]
+def fitted_heuristic_picks(training, held, held_times):
+    """The heuristic's picks with its terms weighted as fitted to ``training`` (no trees)."""
+    return heuristic_picks(held, held_times, fit_heuristic_weights(training))
+
+
+def compare(times, shared, frame, model_choice, fitted_choice=None):
+    """Rows of metrics: the model first, then the heuristics and every baseline.
+
+    ``fitted_choice``, where given, are the picks of the heuristic with fitted weights alone.
+    """
+    rows = [{"policy": "cost model (CatBoost)", **score(times, model_choice)}]
+    if fitted_choice is not None:
+        rows.append({"policy": "fitted heuristic (no trees)", **score(times, fitted_choice)})
+    rows.append({"policy": "fallback heuristic", **score(times, heuristic_picks(frame, times))})
     for name, rule in baseline_policies().items():
         rows.append({"policy": name, **score(times, rule(shared))})
     return pd.DataFrame(rows)

@@ -21,13 +21,13 @@ PROFILE_FEATURES = (
     "matmul", "rmatmul", "gram", "width", "iterations", "classes", "n_ops",
 )
 COST_FEATURES = (
-    "mat_flops", "fact_flops", "flop_ratio", "mat_bytes_moved", "fact_bytes_moved",
+    "mat_flops", "fact_flops", "fact_sparse_flops", "flop_ratio", "mat_bytes_moved", "fact_bytes_moved",
     "moved_ratio", "build_flops", "build_bytes", "complexity_ratio", "fact_overhead_calls",
 )
 HARDWARE_FEATURES = ("cores", "blas_threads", "bandwidth_gbs", "gpu_memory", "gpu_sms",
                      "gpu_bandwidth_gbs")
 CANDIDATE_FEATURES = (
-    "is_gpu", "is_factorized", "path_flops", "path_bytes", "path_build_bytes",
+    "is_gpu", "is_factorized", "path_flops", "path_sparse_flops", "path_bytes", "path_build_bytes",
     "path_transfer_bytes", "path_calls", "path_memory",
 )
 #: The columns of one model row, in order: the fit's shared features, then the candidate's.
@@ -37,7 +37,7 @@ FEATURE_NAMES = (DATA_FEATURES + PROFILE_FEATURES + COST_FEATURES + HARDWARE_FEA
 _LOG_FEATURES = frozenset((
     "n_rows", "n_columns", "fact_columns", "dim_columns", "dim_rows_sum", "dim_rows_max",
     "dim_rows_min", "widest_block", "source_nnz", "mat_nnz", "mat_bytes", "fact_bytes",
-    "mat_flops", "fact_flops", "mat_bytes_moved", "fact_bytes_moved", "build_flops",
+    "mat_flops", "fact_flops", "fact_sparse_flops", "path_sparse_flops", "mat_bytes_moved", "fact_bytes_moved", "build_flops",
     "build_bytes", "gpu_memory", "path_flops", "path_bytes", "path_build_bytes",
     "path_transfer_bytes", "path_memory", "tuple_ratio", "tuple_ratio_max", "feature_ratio",
     "byte_ratio", "flop_ratio", "moved_ratio", "complexity_ratio",
@@ -157,19 +157,24 @@ def profile_features(profile):
 
 
 def _fact_gram_flops(blocks, n_rows):
+    """(all, on sparse sources) FLOPs of the factorized gram."""
     flops = sum(2.0 * b["nnz"] * b["columns"] + b["present"] for b in blocks)
+    sparse = sum(2.0 * b["nnz"] * b["columns"] for b in blocks if b["sparse"])
     for i, a in enumerate(blocks):
         for b in blocks[i + 1:]:
             if a["identity"] and b["identity"]:
-                flops += 2.0 * n_rows * a["columns"] * b["columns"]
+                product = 2.0 * n_rows * a["columns"] * b["columns"]
+                flops += product
+                sparse += product if a["sparse"] or b["sparse"] else 0.0
                 continue
             # Scatter (or co-occurrence) over the target rows, then a product of source size.
             density = min(a["nnz"] / max(a["rows"] * a["columns"], 1),
                           b["nnz"] / max(b["rows"] * b["columns"], 1))
             small = min(a["columns"], b["columns"])
-            flops += 2.0 * n_rows * small + 2.0 * min(a["rows"], b["rows"]) * a["columns"] \
-                * b["columns"] * density
-    return flops
+            product = 2.0 * min(a["rows"], b["rows"]) * a["columns"] * b["columns"] * density
+            flops += 2.0 * n_rows * small + product
+            sparse += product if a["sparse"] or b["sparse"] else 0.0
+    return flops, sparse
 
 
 def cost_features(data, profile, blocks):
@@ -193,7 +198,9 @@ def cost_features(data, profile, blocks):
         2.0 * n_rows * n_columns * n_columns
     mat_flops = passes * 2.0 * mat_cells * width + gram * mat_gram
     fact_pass = sum(2.0 * b["nnz"] * width + b["present"] * width for b in blocks)
-    fact_flops = passes * fact_pass + gram * _fact_gram_flops(blocks, n_rows)
+    sparse_pass = sum(2.0 * b["nnz"] * width for b in blocks if b["sparse"])
+    gram_flops, sparse_gram = _fact_gram_flops(blocks, n_rows)
+    fact_flops = passes * fact_pass + gram * gram_flops
     vector_bytes = n_rows * width * itemsize
     mat_moved = passes * (data["mat_bytes"] + vector_bytes) + gram * data["mat_bytes"]
     gathered = sum(b["present"] for b in blocks) * width * itemsize
@@ -205,6 +212,9 @@ def cost_features(data, profile, blocks):
     return {
         "mat_flops": mat_flops,
         "fact_flops": fact_flops,
+        # What scipy.sparse computes of it: the products of sparse sources (gathers and
+        # scatters, at dense rates whatever the source, are not).
+        "fact_sparse_flops": passes * sparse_pass + gram * sparse_gram,
         "flop_ratio": mat_flops / max(fact_flops, 1.0),
         "mat_bytes_moved": mat_moved,
         "fact_bytes_moved": fact_moved,
@@ -260,6 +270,8 @@ def candidate_features(shared, backend, strategy):
         "is_gpu": float(gpu),
         "is_factorized": float(factorized),
         "path_flops": shared["fact_flops"] if factorized else shared["mat_flops"],
+        "path_sparse_flops": (shared["fact_sparse_flops"] if factorized
+                              else shared["mat_flops"] * shared["mat_sparse"]),
         "path_bytes": shared["fact_bytes_moved"] if factorized else shared["mat_bytes_moved"],
         "path_build_bytes": 0.0 if factorized else shared["build_bytes"],
         "path_transfer_bytes": transfer,

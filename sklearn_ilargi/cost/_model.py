@@ -26,7 +26,7 @@ import numpy as np
 from .._config import get_config
 from ._features import FEATURE_NAMES, model_row
 from ._hardware import cache_dir
-from ._heuristic import heuristic_seconds
+from ._heuristic import NOMINAL_WEIGHTS, heuristic_seconds
 
 MODEL_FILENAME = "cost_model.cbm"
 SHIPPED_MODEL = Path(__file__).with_name(MODEL_FILENAME)
@@ -113,6 +113,13 @@ class ObliviousTrees:
         return self.scale * values[:, :, 0].sum(axis=1) + self.bias
 
 
+def model_weights(model):
+    """The weights of the heuristic's terms that a trained model's corrections are relative
+    to: fitted by calibration, nominal for a model saved without them."""
+    saved = dict(model.get_metadata()).get("heuristic_weights")
+    return np.asarray(json.loads(saved) if saved else NOMINAL_WEIGHTS, dtype=np.float64)
+
+
 def export_trees(model):
     """:class:`ObliviousTrees` of a fitted or loaded CatBoost model."""
     with tempfile.TemporaryDirectory() as folder:
@@ -145,6 +152,7 @@ class CatBoostCostModel:
         self.gpu_trained = metadata.get("gpu_rows", "0") == "1"
         self.relative = metadata.get("target") == "log10_seconds_over_heuristic"
         self.n_measurements = metadata.get("n_measurements", "?")
+        self.heuristic_weights = model_weights(model)
         self.source = f"catboost ({self.path})"
         self.trees = export_trees(model)
 
@@ -154,7 +162,8 @@ class CatBoostCostModel:
         log_seconds = self.trees.predict(rows)
         if self.relative:
             log_seconds = log_seconds + np.log10(
-                [max(heuristic_seconds({**shared, **row}), 1e-12) for row in candidate_rows])
+                [max(heuristic_seconds({**shared, **row}, self.heuristic_weights), 1e-12)
+                 for row in candidate_rows])
         return [float(v) for v in 10.0 ** log_seconds]
 
 

@@ -1,8 +1,9 @@
 """``python -m sklearn_ilargi.cost.evaluate``: how well the cost model chooses, on held-out data.
 
-Three evaluations, each printed as a markdown table for the model, the fallback heuristic and
-the baselines (always materialize, always factorize, the Morpheus and Amalur rules, the
-complexity and byte ratios):
+Three evaluations, each printed as a markdown table for the model, the heuristic with its
+weights fitted to the same training measurements (the model without its trees), the fallback
+heuristic (nominal weights) and the baselines (always materialize, always factorize, the
+Morpheus and Amalur rules, the complexity and byte ratios):
 
 1. leave one scenario family out: for each family, a model trained on the other families'
    measurements chooses for this family's cases;
@@ -24,7 +25,9 @@ import pandas as pd
 from ._calibrate import _blas_threads, measure_case
 from ._candidates import candidates
 from ._dispatch import OperationProfile, decide
-from ._evaluation import cases_of, compare, held_out_picks, markdown_table, model_picks
+from ._evaluation import (cases_of, compare, fitted_heuristic_picks, heuristic_picks,
+                          held_out_picks, markdown_table, model_picks)
+from ._model import model_weights
 from ._scenarios import FAMILIES, Scenario, make_calibration_scenario
 from ._train import read_measurements, train_cost_model
 from ._workloads import WORKLOADS
@@ -42,14 +45,15 @@ def held_out_tables(frame, iterations=None):
     """
     params = {} if iterations is None else {"iterations": iterations}
 
-    def train(part):
-        return train_cost_model(part, **params)
+    def choose(training, held, held_times):
+        return model_picks(train_cost_model(training, **params), held, held_times)
 
     tables = {}
+    _, shared = cases_of(frame)
     for group in ("family", "workload"):
-        times, picks = held_out_picks(frame, group, train)
-        _, shared = cases_of(frame)
-        tables[group] = compare(times, shared, frame, picks)
+        times, picks = held_out_picks(frame, group, choose)
+        _, fitted = held_out_picks(frame, group, fitted_heuristic_picks)
+        tables[group] = compare(times, shared, frame, picks, fitted)
     return tables
 
 
@@ -67,7 +71,8 @@ def tpch_table(model, scale_factor, repeats=3, data_home=None, blas_threads=None
             rows += measure_case(workload, scenario, candidates(gpu=False), repeats)[0]
     frame = pd.DataFrame(rows)
     times, shared = cases_of(frame)
-    return compare(times, shared, frame, model_picks(model, frame, times)), times
+    fitted = heuristic_picks(frame, times, model_weights(model))
+    return compare(times, shared, frame, model_picks(model, frame, times), fitted), times
 
 
 def decision_overhead(n_calls=200):
