@@ -57,7 +57,7 @@ def test_heuristic_weights_fit_the_measurements(monkeypatch):
     from sklearn_ilargi.cost import _train
 
     monkeypatch.setattr(_train, "PRIOR_MEASUREMENTS", 1e-4)
-    true = np.array([2.0, 0.5, 3.0, 1.5, 1.0, 1.0, 0.5, 2.0, 1.0])
+    true = np.array([2.0, 0.5, 3.0, 1.5, 1.0, 1.0, 0.5, 2.0, 1.0, 1.0])
     rows = []
     for family, seed in (("pkfk", 0), ("star", 1), ("snowflake", 2), ("left", 3)):
         X = make_calibration_scenario(family, seed, 0.05).X
@@ -73,7 +73,8 @@ def test_heuristic_weights_fit_the_measurements(monkeypatch):
         return np.abs(estimate / frame["seconds"] - 1).mean()
 
     assert error(weights) < 0.01 < 0.1 < error(np.ones(len(TERMS)))
-    unused = [TERMS.index(t) for t in ("sparse_compute", "sparse_gram", "transfer")]
+    unused = [TERMS.index(t) for t in ("sparse_compute", "sparse_gram", "transfer",
+                                       "sklearn_fit")]
     np.testing.assert_allclose(weights[unused], 1.0)
 
 

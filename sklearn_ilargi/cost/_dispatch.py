@@ -42,6 +42,9 @@ class OperationProfile:
     dense_join : bool
         Whether the materialized path needs the join dense (it centers it), so that it is
         built dense even from sparse sources.
+    sklearn_fit : bool
+        Whether the materialized path hands the join to scikit-learn's own fit (which
+        validates it once more and has fixed costs of its own).
     name : str
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
     """
@@ -53,6 +56,7 @@ class OperationProfile:
     iterations: int = 1
     classes: int = 0
     dense_join: bool = False
+    sklearn_fit: bool = False
     name: str = ""
 
 

@@ -18,7 +18,7 @@ DATA_FEATURES = (
     "mat_nnz", "mat_sparse", "mat_bytes", "fact_bytes", "byte_ratio",
 )
 PROFILE_FEATURES = (
-    "matmul", "rmatmul", "gram", "width", "iterations", "classes", "n_ops",
+    "matmul", "rmatmul", "gram", "width", "iterations", "classes", "n_ops", "sklearn_fit",
 )
 COST_FEATURES = (
     "mat_flops", "fact_flops", "fact_sparse_flops", "flop_ratio", "mat_bytes_moved", "fact_bytes_moved",
@@ -153,6 +153,7 @@ def profile_features(profile):
         "iterations": float(getattr(profile, "iterations", 1)),
         "classes": float(getattr(profile, "classes", 0)),
         "n_ops": float(matmul + rmatmul + gram),
+        "sklearn_fit": float(getattr(profile, "sklearn_fit", False)),
     }
 
 

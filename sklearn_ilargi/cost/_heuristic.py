@@ -4,7 +4,8 @@ The estimate is a sum of terms, each in seconds at a nominal rate: a fixed cost 
 per operation (the Python around the products), a fixed price per library call (which is
 what makes many small factorized operations slow), compute (FLOPs over a nominal peak, a far
 lower one for sparse kernels), memory traffic (bytes over the measured bandwidth), building
-the materialized matrix, and moving data to the GPU. Calibration fits a weight per term to
+the materialized matrix, and moving data to the GPU, and scikit-learn's own fit where the materialized path hands the join
+to it. Calibration fits a weight per term to
 the measured times (``fit_heuristic_weights`` in ``_train``); the nominal weights are all 1.
 """
 
@@ -25,7 +26,7 @@ SPARSE_GRAM_FLOPS = 2e8
 """scipy.sparse's ``T.T @ T``: a sparse accumulator per row of the result."""
 
 TERMS = ("fit", "operations", "calls", "dense_compute", "sparse_compute", "sparse_gram",
-         "memory", "build", "transfer")
+         "memory", "build", "transfer", "sklearn_fit")
 NOMINAL_WEIGHTS = (1.0,) * len(TERMS)
 
 
@@ -42,19 +43,22 @@ def cost_terms(features):
     list of float
     """
     fixed = [FIT_SECONDS, features["n_ops"] * OPERATION_SECONDS]
-    build = features["path_build_bytes"] * BUILD_PASSES / (max(features["bandwidth_gbs"], 1.0)
-                                                            * 1e9)
+    bandwidth = max(features["bandwidth_gbs"], 1.0) * 1e9
+    build = features["path_build_bytes"] * BUILD_PASSES / bandwidth
+    # scikit-learn's fit on the join (on the host): its own fixed cost and validating pass.
+    sklearn_fit = 0.0
+    if features["sklearn_fit"] and not features["is_factorized"]:
+        sklearn_fit = FIT_SECONDS + features["mat_bytes"] / bandwidth
     if features["is_gpu"]:
         peak = max(features["gpu_sms"], 1.0) * GPU_FLOPS_PER_SM
         device_bandwidth = max(features["gpu_bandwidth_gbs"], 1.0) * 1e9
         return fixed + [features["path_calls"] * GPU_CALL_SECONDS,
                         features["path_flops"] / peak, 0.0, 0.0,
                         features["path_bytes"] / device_bandwidth, build,
-                        features["path_transfer_bytes"] / HOST_TO_DEVICE_BYTES]
+                        features["path_transfer_bytes"] / HOST_TO_DEVICE_BYTES, sklearn_fit]
     dense, sparse, sparse_gram = _cpu_compute_seconds(features)
-    bandwidth = max(features["bandwidth_gbs"], 1.0) * 1e9
     return fixed + [features["path_calls"] * CPU_CALL_SECONDS, dense, sparse, sparse_gram,
-                    features["path_bytes"] / bandwidth, build, 0.0]
+                    features["path_bytes"] / bandwidth, build, 0.0, sklearn_fit]
 
 
 def heuristic_seconds(features, weights=NOMINAL_WEIGHTS):

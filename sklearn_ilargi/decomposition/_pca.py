@@ -143,8 +143,9 @@ class FactorizedPCA(FactorizedMixin, PCA):
         n_samples, n_features = X.shape
         n_components = _check_n_components(self.n_components, self.svd_solver,
                                            n_samples, n_features)
-        # PCA centers the data: the materialized path needs the join dense.
-        prepared = self._dispatch(X, OperationProfile(gram=1, dense_join=True,
+        # PCA centers the data: the materialized path needs the join dense, and runs
+        # scikit-learn's PCA on it.
+        prepared = self._dispatch(X, OperationProfile(gram=1, dense_join=True, sklearn_fit=True,
                                                       name=type(self).__name__))
         if not is_normalized(prepared):
             fit_joined(super().fit, self, prepared)

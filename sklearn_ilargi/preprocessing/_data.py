@@ -135,7 +135,7 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
                                            dtype=np.float64)
         # Centering needs the join dense (a NormalizedMatrix's join can always be centered).
         prepared = self._dispatch(X, OperationProfile(rmatmul=2, dense_join=self.with_mean,
-                                                      name=type(self).__name__))
+                                                      sklearn_fit=True, name=type(self).__name__))
         if not is_normalized(prepared):
             fit_joined(super().partial_fit, self, prepared, y, weights)
             return self
