@@ -21,14 +21,14 @@ PROFILE_FEATURES = (
     "matmul", "rmatmul", "gram", "width", "iterations", "classes", "n_ops", "sklearn_fit",
 )
 COST_FEATURES = (
-    "mat_flops", "fact_flops", "fact_sparse_flops", "flop_ratio", "mat_bytes_moved", "fact_bytes_moved",
-    "moved_ratio", "build_flops", "build_bytes", "complexity_ratio", "fact_overhead_calls",
+    "mat_flops", "fact_flops", "fact_sparse_flops", "flop_ratio", "mat_bytes_moved",
+    "fact_bytes_moved", "moved_ratio", "build_flops", "build_bytes", "complexity_ratio", "fact_overhead_calls",
 )
 HARDWARE_FEATURES = ("cores", "blas_threads", "bandwidth_gbs", "gpu_memory", "gpu_sms",
                      "gpu_bandwidth_gbs")
 CANDIDATE_FEATURES = (
-    "is_gpu", "is_factorized", "path_flops", "path_sparse_flops", "path_bytes", "path_build_bytes",
-    "path_transfer_bytes", "path_calls", "path_memory",
+    "is_gpu", "is_factorized", "path_flops", "path_sparse_flops", "path_bytes",
+    "path_build_bytes", "path_transfer_bytes", "path_calls", "path_memory",
 )
 #: The columns of one model row, in order: the fit's shared features, then the candidate's.
 FEATURE_NAMES = (DATA_FEATURES + PROFILE_FEATURES + COST_FEATURES + HARDWARE_FEATURES
@@ -37,8 +37,8 @@ FEATURE_NAMES = (DATA_FEATURES + PROFILE_FEATURES + COST_FEATURES + HARDWARE_FEA
 _LOG_FEATURES = frozenset((
     "n_rows", "n_columns", "fact_columns", "dim_columns", "dim_rows_sum", "dim_rows_max",
     "dim_rows_min", "widest_block", "source_nnz", "mat_nnz", "mat_bytes", "fact_bytes",
-    "mat_flops", "fact_flops", "fact_sparse_flops", "path_sparse_flops", "mat_bytes_moved", "fact_bytes_moved", "build_flops",
-    "build_bytes", "gpu_memory", "path_flops", "path_bytes", "path_build_bytes",
+    "mat_flops", "fact_flops", "fact_sparse_flops", "path_sparse_flops", "mat_bytes_moved",
+    "fact_bytes_moved", "build_flops", "build_bytes", "gpu_memory", "path_flops", "path_bytes", "path_build_bytes",
     "path_transfer_bytes", "path_memory", "tuple_ratio", "tuple_ratio_max", "feature_ratio",
     "byte_ratio", "flop_ratio", "moved_ratio", "complexity_ratio",
 ))

@@ -4,9 +4,9 @@ The estimate is a sum of terms, each in seconds at a nominal rate: a fixed cost 
 per operation (the Python around the products), a fixed price per library call (which is
 what makes many small factorized operations slow), compute (FLOPs over a nominal peak, a far
 lower one for sparse kernels), memory traffic (bytes over the measured bandwidth), building
-the materialized matrix, and moving data to the GPU, and scikit-learn's own fit where the materialized path hands the join
-to it. Calibration fits a weight per term to
-the measured times (``fit_heuristic_weights`` in ``_train``); the nominal weights are all 1.
+the materialized matrix, moving data to the GPU, and scikit-learn's own fit where the
+materialized path hands the join to it. Calibration fits a weight per term to the measured
+times (``fit_heuristic_weights`` in ``_train``); the nominal weights are all 1.
 """
 
 # Nominal rates; only their ratios matter for the choice.
