@@ -126,6 +126,27 @@ def test_only_the_products_of_sparse_sources_count_as_sparse_work():
         shared["fact_sparse_flops"]
 
 
+def test_a_fit_by_scikit_learn_on_the_join_is_priced_on_the_materialized_path():
+    plain = fit_features(star(), OperationProfile(gram=1), HARDWARE)
+    by_sklearn = fit_features(star(), OperationProfile(gram=1, sklearn_fit=True), HARDWARE)
+    assert (plain["sklearn_fit"], by_sklearn["sklearn_fit"]) == (0.0, 1.0)
+    for strategy, dearer in (("materialized", True), ("factorized", False)):
+        before = heuristic_seconds({**plain, **candidate_features(plain, "cpu", strategy)})
+        after = heuristic_seconds({**by_sklearn,
+                                   **candidate_features(by_sklearn, "cpu", strategy)})
+        assert (after > before) == dearer
+
+
+def test_pca_and_the_scaler_declare_their_materialized_path():
+    from sklearn_ilargi import FactorizedPCA, FactorizedStandardScaler
+    from sklearn_ilargi.cost import record_decisions
+
+    for estimator in (FactorizedPCA(n_components=2), FactorizedStandardScaler()):
+        with record_decisions() as decisions:
+            estimator.fit(star())
+        assert decisions[-1].features["sklearn_fit"] == 1.0
+
+
 def test_candidates_follow_what_is_forced():
     assert candidates(gpu=False) == [Candidate("cpu", "factorized"),
                                      Candidate("cpu", "materialized")]
