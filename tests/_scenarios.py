@@ -7,11 +7,14 @@ source (in order) that has a row for the target row and maps a column to the tar
 gives the value; otherwise 0.
 """
 
+from unittest import mock
+
 import numpy as np
 import scipy.sparse as sp
 from hypothesis import strategies as st
 
 from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi.normalized import _blocks
 
 JOIN_KINDS = ("fact", "inner", "left", "many_to_many", "union", "snowflake")
 
@@ -95,16 +98,23 @@ def reference_matrix(sources, row_maps, column_maps, n_columns, dtype=np.float64
     return out
 
 
-def build(scenario):
+def build(scenario, *, gather_thin=False):
+    """The scenario's NormalizedMatrix; ``gather_thin`` stores its thin sparse sources
+    gathered (``GATHERED_VALUES_PER_ROW`` as by default), as the tests otherwise do not."""
     sources, row_maps, column_maps, n_columns = scenario
-    return NormalizedMatrix.from_matrices(sources, row_maps, column_maps, n_columns=n_columns)
+    values_per_row = 1.0 if gather_thin else _blocks.GATHERED_VALUES_PER_ROW
+    with mock.patch.object(_blocks, "GATHERED_VALUES_PER_ROW", values_per_row):
+        return NormalizedMatrix.from_matrices(sources, row_maps, column_maps,
+                                              n_columns=n_columns)
 
 
 @st.composite
 def scenarios(draw, **kwargs):
-    """A hypothesis strategy: (NormalizedMatrix, reference T)."""
+    """A hypothesis strategy: (NormalizedMatrix, reference T), built with or without its thin
+    sparse sources gathered."""
     seed = draw(st.integers(0, 2**32 - 1))
+    gather_thin = draw(st.booleans())
     rng = np.random.default_rng(seed)
     scenario = random_scenario(rng, **kwargs)
     dtype = kwargs.get("dtype", np.float64)
-    return build(scenario), reference_matrix(*scenario, dtype=dtype)
+    return build(scenario, gather_thin=gather_thin), reference_matrix(*scenario, dtype=dtype)

@@ -31,7 +31,7 @@ def scenario(seed, n_target=30, non_negative=False, **kwargs):
                                                                 **kwargs)
     if non_negative:
         sources = [abs(s) for s in sources]
-    nm = build((sources, row_maps, column_maps, n_columns))
+    nm = build((sources, row_maps, column_maps, n_columns), gather_thin=seed % 2 == 1)
     return nm, nm.materialize(), rng
 
 

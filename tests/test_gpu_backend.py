@@ -46,7 +46,8 @@ def host(a):
 def pair(seed, dtype=np.float64):
     """(CPU matrix, its GPU copy) of one random scenario with at least one row."""
     rng = np.random.default_rng(seed)
-    nm = build(random_scenario(rng, n_target=int(rng.integers(1, 60)), dtype=dtype))
+    nm = build(random_scenario(rng, n_target=int(rng.integers(1, 60)), dtype=dtype),
+               gather_thin=seed % 2 == 1)
     return nm, nm.to("gpu")
 
 

@@ -28,7 +28,8 @@ LOGISTIC_TOL = dict(tol=1e-10, max_iter=2000)
 def scenario(seed, sparse=None):
     """A random NormalizedMatrix with enough rows to fit, and its reference join."""
     rng = np.random.default_rng(seed)
-    nm = build(random_scenario(rng, n_target=int(rng.integers(40, 80)), sparse=sparse))
+    nm = build(random_scenario(rng, n_target=int(rng.integers(40, 80)), sparse=sparse),
+               gather_thin=seed % 2 == 1)
     return nm, nm.materialize(), rng
 
 

@@ -372,3 +372,39 @@ def test_small_sparse_sources_are_stored_dense(monkeypatch):
         nm = NormalizedMatrix.from_matrices([source], [np.arange(n)])
         assert sp.issparse(nm.blocks[0].source) == stays_sparse
         close(nm.materialize(), source.toarray())
+
+
+def test_thin_sparse_sources_are_stored_gathered(monkeypatch):
+    """Sparse sources with fewer than one value per target row, joined, become one gathered
+    CSR block on the fact table's identity map; the others keep their row maps."""
+    from sklearn_ilargi.normalized import _blocks
+
+    monkeypatch.setattr(_blocks, "GATHERED_VALUES_PER_ROW", 1.0)
+    rng = np.random.default_rng(6)
+    n = 200
+    fact = rng.standard_normal((n, 2))
+    thin = [sp.random(50, 3, density=0.1, format="csr", random_state=rng) for _ in range(2)]
+    full = sp.random(50, 30, density=0.1, format="csr", random_state=rng)  # 3 values a row
+    shared_dense = rng.standard_normal((40, 2))
+    shared_sparse = sp.random(40, 2, density=0.1, format="csr", random_state=rng)
+    shared_map = rng.integers(-1, 40, n)
+    sources = [fact, *thin, full, shared_dense, shared_sparse]
+    maps = [np.arange(n), rng.integers(-1, 50, n), rng.integers(0, 50, n), rng.integers(0, 50, n),
+            shared_map, shared_map]
+    nm = NormalizedMatrix.from_matrices(sources, maps)
+    widths = [s.shape[1] for s in sources]
+    columns = [np.arange(w) + o for w, o in zip(widths, np.cumsum([0, *widths]))]
+    T = reference_matrix(sources, maps, columns, sum(widths))
+    identity = [b for b in nm.blocks if b.row_map.is_identity]
+    assert len(nm.blocks) == 5 and len(identity) == 2
+    gathered = identity[1]
+    assert gathered.row_map is identity[0].row_map  # one group with the fact table
+    assert sp.issparse(gathered.source) and gathered.source.shape == (n, 6)
+    assert list(gathered.columns) == list(range(2, 8))
+    assert sum(sp.issparse(b.source) and not b.row_map.is_identity for b in nm.blocks) == 2
+    x, X, y, Y = operands(T)
+    close(nm.materialize(), T)
+    close(nm @ X, T @ X)
+    close(nm.T @ Y, T.T @ Y)
+    close(nm.gram(), T.T @ T)
+    close(nm[::3].gram(), T[::3].T @ T[::3])

@@ -25,7 +25,8 @@ TOL = dict(rtol=1e-8, atol=1e-10)
 
 def scenario_and_reference(seed, n_target=30, **kwargs):
     rng = np.random.default_rng(seed)
-    nm = build(random_scenario(rng, n_target=n_target, **kwargs))
+    nm = build(random_scenario(rng, n_target=n_target, **kwargs),
+               gather_thin=seed % 2 == 1)
     return nm, nm.materialize(), rng
 
 

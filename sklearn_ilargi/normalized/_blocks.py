@@ -7,6 +7,13 @@ overlaps, join types or precedence again.
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.sparse as sp
+
+from ._row_map import RowMap
+
+GATHERED_VALUES_PER_ROW = 1.0
+"""Store a sparse source gathered when that takes fewer than this many values per target row
+(see :func:`gather_thin_sources`); 0 never does."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -21,7 +28,8 @@ class Block:
     columns : ndarray of int of shape (c_b,)
         Target column of each column of ``source``; no repeats.
     origin : int
-        Index of the user's source this block was cut from.
+        Index of the user's source this block was cut from (the first one, for the block of
+        gathered sparse sources, see :func:`gather_thin_sources`).
     """
 
     source: object
@@ -67,3 +75,62 @@ def make_blocks(sources, row_maps, column_maps, backend):
             block_source = source if whole else backend.take_columns(source, own_columns)
             blocks.append(Block(block_source, block_map, column_map[own_columns], k))
     return blocks
+
+
+def gather_thin_sources(blocks, n_target, backend):
+    """Gather the sparse sources that hold fewer values joined than a gather moves.
+
+    A factorized product with a source costs a product over its stored values plus a gather
+    (or scatter) of the target's rows. When the source is sparse and its rows, gathered, hold
+    fewer than ``GATHERED_VALUES_PER_ROW`` values per target row, the gathered CSR is cheaper
+    to multiply than the gather alone, and small. Such sources (all the blocks of a row map,
+    none sharing it with a dense one) are gathered once and added into one CSR block
+    with the identity map: one sparse product in place of a product, a gather and a
+    scatter per source. Blocks are disjoint, so adding their gathered sources places each
+    value in its own cell.
+
+    Returns
+    -------
+    list of Block
+        ``blocks`` with the thin ones replaced by that one block, where it takes its first
+        one's place.
+    """
+    groups = {}
+    for block in blocks:
+        groups.setdefault(id(block.row_map), []).append(block)
+    thin = set()
+    for group in groups.values():
+        row_map = group[0].row_map
+        if row_map.is_identity or not all(sp.issparse(b.source) for b in group):
+            continue
+        present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else \
+            row_map.indices
+        values = sum(int(np.diff(b.source.indptr)[present].sum()) for b in group)
+        if values < GATHERED_VALUES_PER_ROW * n_target:
+            thin.update(id(b) for b in group)
+    if not thin:
+        return blocks
+    gathered = [b for b in blocks if id(b) in thin]
+    # Blocks may share target columns (in different rows), so they are added, not stacked.
+    columns = np.unique(np.concatenate([b.columns for b in gathered]))
+    source = sum(_placed(backend.gather_sparse_rows(b.source, b.row_map),
+                         np.searchsorted(columns, b.columns), len(columns))
+                 for b in gathered)
+    source = source.tocsr()
+    source.sort_indices()
+    identity = next((b.row_map for b in blocks if b.row_map.is_identity),
+                    RowMap.identity(n_target))
+    merged = Block(source, identity, columns, gathered[0].origin)
+    out = []
+    for block in blocks:
+        if id(block) not in thin:
+            out.append(block)
+        elif block is gathered[0]:
+            out.append(merged)
+    return out
+
+
+def _placed(gathered, positions, n_columns):
+    """``gathered`` (CSR) with its columns moved to ``positions`` of ``n_columns``."""
+    return sp.csr_matrix((gathered.data, positions[gathered.indices], gathered.indptr),
+                         shape=(gathered.shape[0], n_columns))

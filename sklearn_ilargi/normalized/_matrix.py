@@ -8,7 +8,7 @@ import numpy as np
 from .. import ops
 from ..backend import device_of, get_backend, to_numpy
 from ..exceptions import MaterializationWarning, NotFactorizableError
-from ._blocks import Block, make_blocks
+from ._blocks import Block, gather_thin_sources, make_blocks
 from ._parse import (
     as_column_map,
     as_row_map,
@@ -139,10 +139,10 @@ class NormalizedMatrix:
         dtype = result_dtype(sources)
         sources = [s.astype(dtype, copy=False) for s in sources]
         backend = get_backend("cpu")
-        blocks = [
+        blocks = gather_thin_sources([
             block.with_(source=storage_layout(block.source, is_fact=block.row_map.is_identity))
             for block in make_blocks(sources, row_maps, column_maps, backend)
-        ]
+        ], n_rows, backend)
         nm = cls(
             blocks, (n_rows, n_columns), dtype,
             feature_names=_check_feature_names(feature_names, n_columns),

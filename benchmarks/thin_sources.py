@@ -1,0 +1,102 @@
+"""Thin sparse sources kept factorized or stored gathered, against the materialized join.
+
+Over the cost model's ``sparse`` calibration scenarios whose sparse dimensions hold fewer than
+one value per target row once joined (``GATHERED_VALUES_PER_ROW``), each calibration
+estimator is fitted three ways, interleaved: factorized with those sources kept behind their
+row maps (as before the rule), factorized with them stored gathered (the default), and on the
+materialized join. Each cell is the median of ``--repeats`` fits.
+
+    python benchmarks/thin_sources.py [--seeds 36] [--repeats 5] [--out benchmarks/results]
+"""
+
+import argparse
+import json
+import warnings
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+
+from _timing import machine, median_times
+from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
+from sklearn_ilargi.cost._workloads import WORKLOADS, run_workload
+from sklearn_ilargi.normalized import _blocks
+
+FIRST_SEED = 100_000 * FAMILIES.index("sparse")  # the calibration's sparse scenarios
+
+
+def scenario_pair(seed):
+    """(kept, gathered) builds of one sparse scenario, or None when nothing is thin."""
+    gathered = make_calibration_scenario("sparse", seed)
+    with mock.patch.object(_blocks, "GATHERED_VALUES_PER_ROW", 0.0):
+        kept = make_calibration_scenario("sparse", seed)
+    if len(kept.X.blocks) == len(gathered.X.blocks):
+        return None
+    return kept, gathered
+
+
+def measure(kept, gathered, repeats):
+    out = {}
+    for workload in WORKLOADS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t_kept, t_gathered, t_mat = median_times([
+                lambda: run_workload(workload, kept, "factorized"),
+                lambda: run_workload(workload, gathered, "factorized"),
+                lambda: run_workload(workload, gathered, "materialized"),
+            ], repeats)
+        out[workload.name] = {"kept_s": t_kept, "gathered_s": t_gathered,
+                              "materialized_s": t_mat}
+    return out
+
+
+def markdown(results):
+    names = [w.name.replace("Factorized", "") for w in WORKLOADS]
+    lines = ["kept / gathered (above 1: gathering is faster), then materialized / gathered",
+             "", "| scenario | shape | " + " | ".join(names) + " |",
+             "|---|---|" + "---:|" * len(names)]
+    for r in results:
+        cells = " | ".join(
+            f"{t['kept_s'] / t['gathered_s']:.2f}x, {t['materialized_s'] / t['gathered_s']:.2f}x"
+            for t in r["times"].values())
+        lines.append(f"| {r['scenario']} | {r['shape'][0]} x {r['shape'][1]} | {cells} |")
+    ratios = np.array([[t["kept_s"] / t["gathered_s"], t["materialized_s"] / t["gathered_s"]]
+                       for r in results for t in r["times"].values()])
+    if len(ratios):
+        lines += ["", f"median over {len(ratios)} fits: kept / gathered "
+                      f"{np.median(ratios[:, 0]):.2f}x, materialized / gathered "
+                      f"{np.median(ratios[:, 1]):.2f}x"]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=36, help="sparse scenarios to scan")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    info = machine()
+    print(f"# thin sparse sources: {info['cores']} cores, BLAS {info['blas']}, "
+          f"median of {args.repeats}")
+    results = []
+    for seed in range(FIRST_SEED, FIRST_SEED + args.seeds):
+        pair = scenario_pair(seed)
+        if pair is None:
+            continue
+        kept, gathered = pair
+        times = measure(kept, gathered, args.repeats)
+        results.append({"scenario": gathered.id, "shape": list(gathered.X.shape),
+                        "blocks": [len(kept.X.blocks), len(gathered.X.blocks)],
+                        "times": times})
+        print(gathered.id, ", ".join(
+            f"{name} {t['kept_s'] / t['gathered_s']:.2f}x" for name, t in times.items()),
+            flush=True)
+    print()
+    print(markdown(results))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "thin_sources.json").write_text(
+        json.dumps({"machine": info, "repeats": args.repeats, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
