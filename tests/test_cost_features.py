@@ -118,9 +118,9 @@ def test_the_heuristic_prices_sparse_kernels_lower():
 
 def test_only_the_products_of_sparse_sources_count_as_sparse_work():
     shared = fit_features(star(sparse_dim=True), OperationProfile(gram=1, rmatmul=2), HARDWARE)
-    # rmatmul: 2 x 2 nnz of the dimension (5 stored values); its gram: 2 nnz x 4 columns; its
-    # cross product with the fact table: 2 x 10 rows x 3 x 4 columns x density 5/40.
-    assert shared["fact_sparse_flops"] == pytest.approx(2 * 2 * 5 + 2 * 5 * 4 + 30)
+    # rmatmul: 2 x 2 nnz of the dimension (5 stored values); its gram: 2 nnz x nnz / 10 rows;
+    # its cross product with the fact table: 2 x 10 rows x 3 x 4 columns x density 5/40.
+    assert shared["fact_sparse_flops"] == pytest.approx(2 * 2 * 5 + 2 * 5 * 0.5 + 30)
     assert shared["fact_sparse_flops"] < shared["fact_flops"]
     assert candidate_features(shared, "cpu", "factorized")["path_sparse_flops"] == \
         shared["fact_sparse_flops"]
@@ -168,3 +168,18 @@ def test_infeasibility():
     fact = Candidate("cpu", "factorized")
     assert infeasibility(fact, 1e9, host_available=0.5e9, device_available=0, mat_bytes=1,
                          resident_bytes=0.9e9) is None
+
+
+def test_the_gram_of_sparse_identity_blocks_counts_their_stored_values():
+    """A sparse block on the identity map (a sparse fact table, or thin sources gathered)
+    multiplies its stored values, not its columns, in the gram."""
+    rng = np.random.default_rng(0)
+    fact = rng.random((100, 3))
+    thin = sp.csr_matrix((np.ones(20), (np.arange(0, 100, 5), np.arange(20) % 8)),
+                         shape=(100, 8))  # 20 values: 0.2 a row
+    nm = NormalizedMatrix.from_matrices([fact, thin], [np.arange(100), np.arange(100)])
+    shared = fit_features(nm, OperationProfile(gram=1), HARDWARE)
+    # Its own gram 2 x 20 x 0.2; with the fact table 2 x 100 rows x 3 x 0.2.
+    assert shared["fact_sparse_flops"] == pytest.approx(2 * 20 * 0.2 + 2 * 100 * 3 * 0.2)
+    assert shared["fact_flops"] == pytest.approx(
+        2 * 300 * 3 + 100 + 2 * 20 * 0.2 + 100 + 2 * 100 * 3 * 0.2)

@@ -32,8 +32,10 @@ FULL = {"per_family": 36, "repeats": 3, "size_scale": 1.0, "budget": 1500.0}
 QUICK = {"per_family": 5, "repeats": 2, "size_scale": 0.5, "budget": 420.0}
 #: A fit slower than this is repeated once only: its noise is small next to its time.
 LONG_FIT_SECONDS = 2.0
-#: Short fits are repeated until every candidate has been timed for this long in all...
-MIN_TIMED_SECONDS = 0.25
+#: Short fits are repeated until every candidate has been timed for this long in all (fits
+#: of 0.1-0.3 s timed three times moved their ratio by 1.3x or more between two full
+#: calibrations in 16% of cases)...
+MIN_TIMED_SECONDS = 0.75
 #: ...or this many times: the median of a few millisecond-long fits is mostly noise.
 MAX_REPEATS = 15
 

@@ -157,14 +157,24 @@ def profile_features(profile):
     }
 
 
+def _per_row(b):
+    """Stored values per source row: the columns of a dense source."""
+    return b["nnz"] / max(b["rows"], 1)
+
+
 def _fact_gram_flops(blocks, n_rows):
-    """(all, on sparse sources) FLOPs of the factorized gram."""
-    flops = sum(2.0 * b["nnz"] * b["columns"] + b["present"] for b in blocks)
-    sparse = sum(2.0 * b["nnz"] * b["columns"] for b in blocks if b["sparse"])
+    """(all, on sparse sources) FLOPs of the factorized gram.
+
+    A block's own gram multiplies each row's stored values pairwise (``2 nnz x nnz / rows``,
+    which is ``2 rows c^2`` when dense); two identity blocks multiply row by row
+    (``2 n_T`` times the product of their values per row).
+    """
+    flops = sum(2.0 * b["nnz"] * _per_row(b) + b["present"] for b in blocks)
+    sparse = sum(2.0 * b["nnz"] * _per_row(b) for b in blocks if b["sparse"])
     for i, a in enumerate(blocks):
         for b in blocks[i + 1:]:
             if a["identity"] and b["identity"]:
-                product = 2.0 * n_rows * a["columns"] * b["columns"]
+                product = 2.0 * n_rows * _per_row(a) * _per_row(b)
                 flops += product
                 sparse += product if a["sparse"] or b["sparse"] else 0.0
                 continue
