@@ -1,12 +1,12 @@
-"""Thin sparse sources kept factorized or stored gathered, against the materialized join.
+"""Thin sources kept factorized or stored gathered, against the materialized join.
 
-Over the cost model's ``sparse`` calibration scenarios whose sparse dimensions hold fewer than
-one value per target row once joined (``GATHERED_VALUES_PER_ROW``), each calibration
-estimator is fitted three ways, interleaved: factorized with those sources kept behind their
-row maps (as before the rule), factorized with them stored gathered (the default), and on the
-materialized join. Each cell is the median of ``--repeats`` fits.
+Over the cost model's calibration scenarios with thin dimensions (sparse ones with fewer than
+one value per target row once joined, ``GATHERED_VALUES_PER_ROW``, and dense ones of one
+column), each calibration estimator is fitted three ways, interleaved: factorized with those
+sources kept behind their row maps, factorized with them stored gathered (the default), and on
+the materialized join. Each cell is the median of ``--repeats`` fits.
 
-    python benchmarks/thin_sources.py [--seeds 36] [--repeats 5] [--out benchmarks/results]
+    python benchmarks/thin_sources.py [--seeds 8] [--repeats 5] [--out benchmarks/results]
 """
 
 import argparse
@@ -22,14 +22,11 @@ from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
 from sklearn_ilargi.cost._workloads import WORKLOADS, run_workload
 from sklearn_ilargi.normalized import _blocks
 
-FIRST_SEED = 100_000 * FAMILIES.index("sparse")  # the calibration's sparse scenarios
-
-
-def scenario_pair(seed):
-    """(kept, gathered) builds of one sparse scenario, or None when nothing is thin."""
-    gathered = make_calibration_scenario("sparse", seed)
+def scenario_pair(family, seed):
+    """(kept, gathered) builds of one scenario, or None when nothing is thin."""
+    gathered = make_calibration_scenario(family, seed)
     with mock.patch.object(_blocks, "GATHERED_VALUES_PER_ROW", 0.0):
-        kept = make_calibration_scenario("sparse", seed)
+        kept = make_calibration_scenario(family, seed)
     if len(kept.X.blocks) == len(gathered.X.blocks):
         return None
     return kept, gathered
@@ -71,16 +68,19 @@ def markdown(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=36, help="sparse scenarios to scan")
+    parser.add_argument("--seeds", type=int, default=8, help="scenarios to scan per family")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     info = machine()
-    print(f"# thin sparse sources: {info['cores']} cores, BLAS {info['blas']}, "
+    print(f"# thin sources: {info['cores']} cores, BLAS {info['blas']}, "
           f"median of {args.repeats}")
     results = []
-    for seed in range(FIRST_SEED, FIRST_SEED + args.seeds):
-        pair = scenario_pair(seed)
+    # The calibration's first seeds of each family (100,000 apart).
+    plan = [(family, 100_000 * k + i) for k, family in enumerate(FAMILIES)
+            for i in range(args.seeds)]
+    for family, seed in plan:
+        pair = scenario_pair(family, seed)
         if pair is None:
             continue
         kept, gathered = pair

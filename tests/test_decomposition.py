@@ -159,6 +159,7 @@ def test_pca_pickle():
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), solver=st.sampled_from(["cd", "mu"]),
        regularized=st.booleans())
+@example(seed=217996, solver="cd", regularized=False)
 def test_nmf_from_the_same_init_matches_sklearn(seed, solver, regularized):
     nm, T, rng = scenario(seed, non_negative=True)
     assume(T.shape[1] > 0 and T.any())
@@ -172,7 +173,12 @@ def test_nmf_from_the_same_init_matches_sklearn(seed, solver, regularized):
         warnings.simplefilter("ignore", ConvergenceWarning)
         ours = FactorizedNMF(**params, strategy="factorized").fit(nm, W=W0, H=H0)
         theirs = NMF(**params)
-        theirs.fit_transform(T, W=W0.copy(), H=H0.copy())
+        W_fit = theirs.fit_transform(T, W=W0.copy(), H=H0.copy())
+        # A component whose column of W vanished (2e-17 in all, seed 217996) is free: its
+        # row of H changes almost nothing, and the two implementations round its curvature
+        # differently (82.1 against 0). Regularization can also zero every component.
+        column_mass = np.abs(W_fit).sum(axis=0)
+        assume((column_mass > 1e-9 * column_mass.sum()).all())
         W_ours, W_theirs = ours.transform(nm), theirs.transform(T)
     assert ours.strategy_ == "factorized"
     assert ours.n_iter_ == theirs.n_iter_

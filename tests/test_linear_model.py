@@ -383,3 +383,30 @@ def test_minimum_norm_solve_with_and_without_cholesky(monkeypatch, smallest, cho
     assert (not calls) == cholesky
     # The normal equations lose precision as the condition squared: 1e-6 at 1e10.
     assert_allclose(X @ got, X @ expected, atol=1e-5 * np.abs(X @ expected).max())
+
+
+def test_small_fits_solve_on_one_blas_thread(monkeypatch):
+    """Below ONE_THREAD_CELLS the solver runs with BLAS limited to one thread, and gives the
+    same model as with BLAS as it is."""
+    from threadpoolctl import threadpool_info
+
+    from sklearn_ilargi.linear_model import _logistic
+
+    nm, T, rng = scenario(3)
+    y = rng.integers(0, 2, T.shape[0])
+    seen = []
+    loss_gradient = _logistic.LogisticLoss.loss_gradient
+
+    def spy(self, flat):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return loss_gradient(self, flat)
+
+    monkeypatch.setattr(_logistic.LogisticLoss, "loss_gradient", spy)
+    one = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
+    assert seen and set(seen) == {1}
+    monkeypatch.setattr(_logistic, "ONE_THREAD_CELLS", 0)
+    seen.clear()
+    as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
+    blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    assert set(seen) == {max(blas)}
+    assert_allclose(one.coef_, as_is.coef_, rtol=1e-8, atol=1e-10)

@@ -374,9 +374,10 @@ def test_small_sparse_sources_are_stored_dense(monkeypatch):
         close(nm.materialize(), source.toarray())
 
 
-def test_thin_sparse_sources_are_stored_gathered(monkeypatch):
+def test_thin_sources_are_stored_gathered(monkeypatch):
     """Sparse sources with fewer than one value per target row, joined, become one gathered
-    CSR block on the fact table's identity map; the others keep their row maps."""
+    CSR block, and dense sources of one column one gathered dense block, both on the fact
+    table's identity map; the others keep their row maps."""
     from sklearn_ilargi.normalized import _blocks
 
     monkeypatch.setattr(_blocks, "GATHERED_VALUES_PER_ROW", 1.0)
@@ -388,20 +389,25 @@ def test_thin_sparse_sources_are_stored_gathered(monkeypatch):
     shared_dense = rng.standard_normal((40, 2))
     shared_sparse = sp.random(40, 2, density=0.1, format="csr", random_state=rng)
     shared_map = rng.integers(-1, 40, n)
-    sources = [fact, *thin, full, shared_dense, shared_sparse]
+    one_column = [rng.standard_normal((30, 1)) for _ in range(2)]
+    two_columns = rng.standard_normal((30, 2))
+    sources = [fact, *thin, full, shared_dense, shared_sparse, *one_column, two_columns]
     maps = [np.arange(n), rng.integers(-1, 50, n), rng.integers(0, 50, n), rng.integers(0, 50, n),
-            shared_map, shared_map]
+            shared_map, shared_map, rng.integers(-1, 30, n), rng.integers(0, 30, n),
+            rng.integers(0, 30, n)]
     nm = NormalizedMatrix.from_matrices(sources, maps)
     widths = [s.shape[1] for s in sources]
     columns = [np.arange(w) + o for w, o in zip(widths, np.cumsum([0, *widths]))]
     T = reference_matrix(sources, maps, columns, sum(widths))
     identity = [b for b in nm.blocks if b.row_map.is_identity]
-    assert len(nm.blocks) == 5 and len(identity) == 2
-    gathered = identity[1]
-    assert gathered.row_map is identity[0].row_map  # one group with the fact table
-    assert sp.issparse(gathered.source) and gathered.source.shape == (n, 6)
-    assert list(gathered.columns) == list(range(2, 8))
-    assert sum(sp.issparse(b.source) and not b.row_map.is_identity for b in nm.blocks) == 2
+    assert len(nm.blocks) == 7 and len(identity) == 3
+    assert all(b.row_map is identity[0].row_map for b in identity)  # one group: no gathers
+    gathered_sparse, gathered_dense = identity[1:]
+    assert sp.issparse(gathered_sparse.source) and gathered_sparse.source.shape == (n, 6)
+    assert list(gathered_sparse.columns) == list(range(2, 8))
+    assert isinstance(gathered_dense.source, np.ndarray)
+    assert gathered_dense.source.shape == (n, 2) and list(gathered_dense.columns) == [42, 43]
+    assert [b.source.shape[1] for b in nm.blocks if not b.row_map.is_identity] == [30, 2, 2, 2]
     x, X, y, Y = operands(T)
     close(nm.materialize(), T)
     close(nm @ X, T @ X)

@@ -9,11 +9,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from ._parse import storage_layout
 from ._row_map import RowMap
 
 GATHERED_VALUES_PER_ROW = 1.0
-"""Store a sparse source gathered when that takes fewer than this many values per target row
-(see :func:`gather_thin_sources`); 0 never does."""
+"""Store sparse sources gathered when that takes fewer than this many values per target row
+(see :func:`gather_thin_sources`); 0 gathers no source, sparse or dense."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,8 +29,8 @@ class Block:
     columns : ndarray of int of shape (c_b,)
         Target column of each column of ``source``; no repeats.
     origin : int
-        Index of the user's source this block was cut from (the first one, for the block of
-        gathered sparse sources, see :func:`gather_thin_sources`).
+        Index of the user's source this block was cut from (the first one, for a block of
+        gathered sources, see :func:`gather_thin_sources`).
     """
 
     source: object
@@ -78,56 +79,75 @@ def make_blocks(sources, row_maps, column_maps, backend):
 
 
 def gather_thin_sources(blocks, n_target, backend):
-    """Gather the sparse sources that hold fewer values joined than a gather moves.
+    """Gather the sources that hold no more values joined than a gather moves.
 
-    A factorized product with a source costs a product over its stored values plus a gather
-    (or scatter) of the target's rows. When the source is sparse and its rows, gathered, hold
-    fewer than ``GATHERED_VALUES_PER_ROW`` values per target row, the gathered CSR is cheaper
-    to multiply than the gather alone, and small. Such sources (all the blocks of a row map,
-    none sharing it with a dense one) are gathered once and added into one CSR block
-    with the identity map: one sparse product in place of a product, a gather and a
-    scatter per source. Blocks are disjoint, so adding their gathered sources places each
-    value in its own cell.
+    A factorized product with a source costs a product over its values plus a gather (or
+    scatter) of the target's rows. Two kinds of dimension cost no more, and are small, once
+    gathered, so they are gathered once onto the identity map (with the fact table's map,
+    where there is one), each kind into one block:
+
+    - sparse sources whose rows, gathered, hold fewer than ``GATHERED_VALUES_PER_ROW`` values
+      per target row (all the blocks of their row map sparse): added into one CSR block;
+    - dense sources of one column alone on their row map: side by side in one dense block.
+
+    One product then replaces a product, a gather and a scatter per source. Blocks are
+    disjoint, so adding gathered sources places each value in its own cell.
 
     Returns
     -------
     list of Block
-        ``blocks`` with the thin ones replaced by that one block, where it takes its first
-        one's place.
+        ``blocks`` with the thin ones replaced by those blocks, each where its first source
+        was.
     """
+    if not GATHERED_VALUES_PER_ROW:
+        return blocks
     groups = {}
     for block in blocks:
         groups.setdefault(id(block.row_map), []).append(block)
-    thin = set()
+    sparse, dense = [], []
     for group in groups.values():
         row_map = group[0].row_map
-        if row_map.is_identity or not all(sp.issparse(b.source) for b in group):
+        if row_map.is_identity:
             continue
-        present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else \
-            row_map.indices
-        values = sum(int(np.diff(b.source.indptr)[present].sum()) for b in group)
-        if values < GATHERED_VALUES_PER_ROW * n_target:
-            thin.update(id(b) for b in group)
-    if not thin:
-        return blocks
-    gathered = [b for b in blocks if id(b) in thin]
-    # Blocks may share target columns (in different rows), so they are added, not stacked.
-    columns = np.unique(np.concatenate([b.columns for b in gathered]))
-    source = sum(_placed(backend.gather_sparse_rows(b.source, b.row_map),
-                         np.searchsorted(columns, b.columns), len(columns))
-                 for b in gathered)
-    source = source.tocsr()
-    source.sort_indices()
+        if all(sp.issparse(b.source) for b in group):
+            present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else \
+                row_map.indices
+            values = sum(int(np.diff(b.source.indptr)[present].sum()) for b in group)
+            if values < GATHERED_VALUES_PER_ROW * n_target:
+                sparse.extend(group)
+        elif len(group) == 1 and group[0].source.shape[1] == 1:
+            dense.extend(group)
     identity = next((b.row_map for b in blocks if b.row_map.is_identity),
                     RowMap.identity(n_target))
-    merged = Block(source, identity, columns, gathered[0].origin)
-    out = []
-    for block in blocks:
-        if id(block) not in thin:
-            out.append(block)
-        elif block is gathered[0]:
-            out.append(merged)
-    return out
+    merged = {}
+    if sparse:
+        merged[id(sparse[0])] = _added_gathered(sparse, identity, backend)
+    if dense:
+        merged[id(dense[0])] = _stacked_gathered(dense, identity, backend)
+    thin = {id(b) for b in sparse + dense}
+    return [merged.get(id(b), b) for b in blocks if id(b) not in thin or id(b) in merged]
+
+
+def _added_gathered(blocks, identity, backend):
+    """One CSR block of the sparse ``blocks`` gathered (they may share target columns, in
+    different rows, so they are added, not stacked)."""
+    columns = np.unique(np.concatenate([b.columns for b in blocks]))
+    source = sum(_placed(backend.gather_sparse_rows(b.source, b.row_map),
+                         np.searchsorted(columns, b.columns), len(columns))
+                 for b in blocks).tocsr()
+    source.sort_indices()
+    return Block(source, identity, columns, blocks[0].origin)
+
+
+def _stacked_gathered(blocks, identity, backend):
+    """One dense block of the one-column ``blocks`` gathered, side by side (added where two
+    fill the same target column, in different rows)."""
+    columns = np.unique(np.concatenate([b.columns for b in blocks]))
+    source = np.zeros((identity.n_target, len(columns)), dtype=blocks[0].source.dtype)
+    for b in blocks:
+        source[:, np.searchsorted(columns, b.columns[0])] += \
+            backend.gather_rows(b.source[:, 0], b.row_map)
+    return Block(storage_layout(source, is_fact=True), identity, columns, blocks[0].origin)
 
 
 def _placed(gathered, positions, n_columns):
