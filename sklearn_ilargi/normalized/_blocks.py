@@ -132,8 +132,9 @@ def _added_gathered(blocks, identity, backend):
     """One CSR block of the sparse ``blocks`` gathered (they may share target columns, in
     different rows, so they are added, not stacked)."""
     columns = np.unique(np.concatenate([b.columns for b in blocks]))
-    source = sum(_placed(backend.gather_sparse_rows(b.source, b.row_map),
-                         np.searchsorted(columns, b.columns), len(columns))
+    dtype = blocks[0].source.dtype
+    source = sum(backend.gather_sparse_rows(b.source, b.row_map)
+                 @ backend.placement(np.searchsorted(columns, b.columns), len(columns), dtype)
                  for b in blocks).tocsr()
     source.sort_indices()
     return Block(source, identity, columns, blocks[0].origin)
@@ -149,8 +150,3 @@ def _stacked_gathered(blocks, identity, backend):
             backend.gather_rows(b.source[:, 0], b.row_map)
     return Block(storage_layout(source, is_fact=True), identity, columns, blocks[0].origin)
 
-
-def _placed(gathered, positions, n_columns):
-    """``gathered`` (CSR) with its columns moved to ``positions`` of ``n_columns``."""
-    return sp.csr_matrix((gathered.data, positions[gathered.indices], gathered.indptr),
-                         shape=(gathered.shape[0], n_columns))
