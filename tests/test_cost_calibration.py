@@ -122,3 +122,27 @@ def test_short_fits_are_repeated_more(monkeypatch, seconds, expected):
     scenario = SimpleNamespace(id="s", family="f")
     rows, errors = _calibrate.measure_case(workload, scenario, pool, repeats=3)
     assert not errors and [row["repeats"] for row in rows] == [expected, expected]
+
+
+def test_a_run_of_stalled_repeats_does_not_make_the_time(monkeypatch):
+    """Most repeats of one candidate stall (a descheduled core): its time is still the
+    undisturbed one, and the faster candidate stays the faster one."""
+    import itertools
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from sklearn_ilargi.cost import _calibrate
+
+    Candidate = namedtuple("Candidate", "backend strategy")
+    pool = [Candidate("cpu", s) for s in ("factorized", "materialized")]
+    times = {pool[0]: itertools.cycle([0.02, 0.2, 0.2, 0.02, 0.2]),  # 60% stalled
+             pool[1]: itertools.cycle([0.04])}
+    decision = SimpleNamespace(features={"n_rows": 10})
+    monkeypatch.setattr(_calibrate, "_timed",
+                        lambda workload, scenario, candidate: (next(times[candidate]), decision))
+    monkeypatch.setattr(_calibrate, "candidate_features", lambda *args: {})
+    workload = SimpleNamespace(name="w", kind="estimator")
+    scenario = SimpleNamespace(id="s", family="f")
+    rows, _ = _calibrate.measure_case(workload, scenario, pool, repeats=3)
+    seconds = {row["strategy"]: row["seconds"] for row in rows}
+    assert seconds == {"factorized": pytest.approx(0.02), "materialized": pytest.approx(0.04)}
