@@ -146,3 +146,27 @@ def test_a_run_of_stalled_repeats_does_not_make_the_time(monkeypatch):
     rows, _ = _calibrate.measure_case(workload, scenario, pool, repeats=3)
     seconds = {row["strategy"]: row["seconds"] for row in rows}
     assert seconds == {"factorized": pytest.approx(0.02), "materialized": pytest.approx(0.04)}
+
+
+def test_measurements_of_another_version_are_not_appended_to(tmp_path):
+    output = tmp_path / "old.csv"
+    output.write_text("scenario,seconds\ns0,1.0\n")
+    with pytest.raises(ValueError, match="old.csv holds measurements of another version"):
+        calibrate(output=output, model_path=tmp_path / "m.cbm", per_family=1, repeats=1,
+                  families=("pkfk",), size_scale=0.02, log=lambda line: None)
+    assert output.read_text() == "scenario,seconds\ns0,1.0\n"
+
+
+def test_the_evaluation_prints_every_table(tmp_path, capsys):
+    from sklearn_ilargi.cost import evaluate
+
+    output = tmp_path / "m.csv.gz"
+    calibrate(output=output, per_family=1, repeats=1, families=("pkfk", "star"),
+              size_scale=0.02, train=False, log=lambda line: None)
+    assert evaluate.main(["--measurements", str(output), "--tpch-scale", "0",
+                          "--iterations", "10"]) == 0
+    printed = capsys.readouterr().out
+    for heading in ("Leave one scenario family out", "Leave one estimator out",
+                    "against the medians of the repeats", "Decision overhead"):
+        assert heading in printed
+    assert printed.count("| cost model (CatBoost) |") == 4

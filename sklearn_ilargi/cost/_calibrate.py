@@ -26,7 +26,7 @@ from ._features import candidate_features
 from ._hardware import _machine_key, cache_dir
 from ._model import user_model_path
 from ._scenarios import FAMILIES, make_calibration_scenario
-from ._train import append_measurements, read_measurements, train_cost_model
+from ._train import append_measurements, check_appendable, read_measurements, train_cost_model
 from ._workloads import WORKLOADS, run_workload
 
 FULL = {"per_family": 36, "repeats": 3, "size_scale": 1.0, "budget": 1500.0}
@@ -39,11 +39,10 @@ LONG_FIT_SECONDS = 2.0
 MIN_TIMED_SECONDS = 0.75
 #: ...or this many times: the median of a few millisecond-long fits is mostly noise.
 MAX_REPEATS = 15
-#: The quantile of the repeats that stands for a candidate's time. On a shared machine a run of
-#: repeats can stall (two BLAS threads waiting on a descheduled core: 100-200 ms added to a
-#: 25 ms fit), and a run of stalls can take the median with it: in six passes of ten repeats,
-#: one fit's factorized-to-materialized ratio of medians went 0.32-1.23, of lower quartiles
-#: 0.40-0.64.
+#: The quantile of the repeats that stands for a candidate's time. On a shared machine some
+#: repeats stall (100-200 ms added to a 25 ms fit, on two cores with two BLAS threads), and a
+#: run of stalls can take the median with it: in six passes of ten repeats, one fit's
+#: factorized-to-materialized ratio of medians went 0.32-1.23, of lower quartiles 0.40-0.64.
 TIME_QUANTILE = 0.25
 
 
@@ -64,7 +63,8 @@ def measure_case(workload, scenario, pool, repeats):
     Returns
     -------
     rows : list of dict
-        One per candidate that ran, with ``seconds``, ``repeats``, ``spread`` and the features.
+        One per candidate that ran, with ``seconds``, ``median_seconds``, ``repeats``,
+        ``spread`` and the features.
     errors : list of str
     """
     times = {c: [] for c in pool}
@@ -95,7 +95,8 @@ def measure_case(workload, scenario, pool, repeats):
             **candidate_features(shared, candidate.backend, candidate.strategy),
             "scenario": scenario.id, "family": scenario.family, "workload": workload.name,
             "workload_kind": workload.kind, "backend": candidate.backend,
-            "strategy": candidate.strategy, "seconds": seconds, "repeats": len(values),
+            "strategy": candidate.strategy, "seconds": seconds,
+            "median_seconds": float(np.median(values)), "repeats": len(values),
             "spread": (max(values) - min(values)) / max(seconds, 1e-12),
             "machine": _machine_key(),
         })
@@ -161,6 +162,7 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
     budget = settings["budget"] if budget is None else budget
     output = Path(output) if output else default_measurements_path()
     model_path = Path(model_path) if model_path else user_model_path()
+    check_appendable(output)
     plan = _scenario_plan(per_family, families, seed)
     pool = candidates(gpu=gpu_available())
     log(f"calibrating {len(plan)} scenarios x {len(WORKLOADS)} workloads x "

@@ -39,14 +39,15 @@ def baseline_policies():
     }
 
 
-def cases_of(frame):
+def cases_of(frame, time="seconds"):
     """One row per (scenario, family, workload): seconds per candidate and shared features.
 
-    Only cases where every candidate was measured are kept.
+    Only cases where every candidate was measured are kept. ``time`` is the column that says
+    a candidate's time (``"median_seconds"``: the median of its repeats).
     """
     frame = frame.assign(candidate=frame["backend"] + "/" + frame["strategy"])
     keys = ["scenario", "family", "workload"]
-    times = frame.pivot_table(index=keys, columns="candidate", values="seconds",
+    times = frame.pivot_table(index=keys, columns="candidate", values=time,
                               aggfunc="median").dropna()
     shared = frame.drop_duplicates(keys).set_index(keys)
     shared = shared.loc[times.index, [c for c in FEATURE_NAMES if c in shared.columns]]

@@ -13,7 +13,7 @@ from ._model import model_weights
 
 #: The columns of a measurement file besides the features.
 ID_COLUMNS = ("scenario", "family", "workload", "workload_kind", "backend", "strategy",
-              "seconds", "repeats", "spread", "machine")
+              "seconds", "median_seconds", "repeats", "spread", "machine")
 MEASUREMENT_COLUMNS = ID_COLUMNS + FEATURE_NAMES
 #: What the model predicts: log10 of the measured seconds over the heuristic's estimate (its
 #: terms weighted as fitted to the same measurements). The trees learn a correction of the
@@ -35,6 +35,20 @@ def read_measurements(path):
         raise ValueError(f"{path} is not a measurement file of this version; it lacks "
                          f"{missing[:5]}{'...' if len(missing) > 5 else ''}.")
     return frame
+
+
+def check_appendable(path):
+    """Raise if ``path`` holds measurements with other columns than this version writes.
+
+    Rows appended under another header would be misread; the check runs before measuring.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    header = list(pd.read_csv(path, nrows=0).columns)
+    if header != list(MEASUREMENT_COLUMNS):
+        raise ValueError(
+            f"{path} holds measurements of another version of sklearn-ilargi (other columns); "
+            "measurements cannot be appended to it. Move it away, or pass another output file.")
 
 
 def append_measurements(rows, path):
