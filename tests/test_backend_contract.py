@@ -222,7 +222,8 @@ def test_counts(be, case, weighted, dtype):
 
 
 @pytest.mark.parametrize("pair", [("identity", "identity"), ("repeats", "repeats"),
-                                  ("misses", "misses"), ("identity", "unused_rows"),
+                                  ("misses", "misses"), ("repeats", "misses"),
+                                  ("misses", "repeats"), ("identity", "unused_rows"),
                                   ("all_missing", "all_missing")])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("dense", [False, True])

@@ -9,11 +9,11 @@ columns a block fills) is host-side numpy; the arrays themselves stay on the bac
 
 import numpy as np
 
-GATHER_SCATTER_MAX_COLUMNS = 48
+GATHER_SCATTER_MAX_COLUMNS = 8
 """Pair two non-fact blocks by gathering and scattering when one has at most this many columns.
 
 Wider blocks go through their co-occurrence matrix ``I_a.T @ I_b``, whose cost does not grow
-with the number of columns."""
+with the number of columns. Where they cross, see ``benchmarks/block_pairs.py``."""
 JOIN_MAX_COLUMNS = 16
 """In the gram, blocks this narrow are joined in slices rather than kept factorized."""
 DENSE_COOCCURRENCE_CELLS_PER_ROW = 1
