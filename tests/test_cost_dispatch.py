@@ -35,9 +35,9 @@ def redundant_star(n_target=2000, n_dim=20, dim_columns=30):
 PROFILE = OperationProfile(matmul=20, rmatmul=20, iterations=20, name="test")
 
 
-def tiny_model(path, feature_names=FEATURE_NAMES):
+def tiny_catboost(feature_names=FEATURE_NAMES, seed=0):
     catboost = pytest.importorskip("catboost")
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     X = rng.random((40, len(feature_names)))
     y = X[:, -1]  # anything learnable
     model = catboost.CatBoostRegressor(iterations=5, depth=2, verbose=False,
@@ -45,7 +45,13 @@ def tiny_model(path, feature_names=FEATURE_NAMES):
     model.fit(X, y)
     model.set_feature_names(list(feature_names))
     model.get_metadata()["gpu_rows"] = "0"
-    model.save_model(str(path))
+    model.get_metadata()["heuristic_weights"] = str([0.5] * 10)
+    return model
+
+
+def tiny_model(path, feature_names=FEATURE_NAMES):
+    """A model file as CatBoost writes it, without exported trees."""
+    tiny_catboost(feature_names).save_model(str(path))
     return path
 
 
@@ -103,7 +109,7 @@ def test_a_readable_model_is_used_silently(fresh_model_cache, tmp_path):
 def test_the_shipped_model_loads_if_present(fresh_model_cache):
     if not _model.SHIPPED_MODEL.is_file():
         pytest.skip("no shipped model in this checkout")
-    model, why = _model._read_catboost(_model.SHIPPED_MODEL)
+    model, why = _model._read_model(_model.SHIPPED_MODEL)
     assert why is None and model.gpu_trained in (True, False)
 
 
@@ -256,3 +262,48 @@ def test_a_forced_gpu_is_ranked_by_the_heuristic_without_gpu_timings(monkeypatch
     assert decision.backend == "gpu" and set(decision.scores) == {
         ("gpu", "factorized"), ("gpu", "materialized")}
     assert "no GPU timings" in decision.model
+
+
+def _same_model(a, b):
+    rows = np.random.default_rng(3).random((7, len(FEATURE_NAMES)))
+    np.testing.assert_allclose(a.trees.predict(rows), b.trees.predict(rows), rtol=1e-12)
+    np.testing.assert_array_equal(a.heuristic_weights, b.heuristic_weights)
+    assert (a.gpu_trained, a.relative) == (b.gpu_trained, b.relative)
+
+
+def test_a_saved_model_is_read_from_its_exported_trees_without_catboost(
+        fresh_model_cache, tmp_path, monkeypatch):
+    path = tmp_path / "fine.cbm"
+    _model.save_model(tiny_catboost(), path)
+    assert _model.trees_path(path).is_file()
+    by_catboost, _ = _model._read_catboost(str(path))
+    monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost raises ImportError
+    exported, why = _model._read_model(str(path))
+    assert why is None
+    _same_model(exported, by_catboost)
+    with config_context(cost_model=str(path)), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert decide(redundant_star(), PROFILE).model.startswith("catboost")
+
+
+def test_the_trees_of_another_model_file_are_not_used(fresh_model_cache, tmp_path, monkeypatch):
+    path, other = tmp_path / "a.cbm", tmp_path / "b.cbm"
+    _model.save_model(tiny_catboost(seed=0), path)
+    _model.save_model(tiny_catboost(seed=1), other)
+    path.write_bytes(other.read_bytes())  # the model file replaced, its exported trees stale
+    fresh, why = _model._read_model(str(path))
+    assert why is None
+    _same_model(fresh, _model._read_model(str(other))[0])
+    monkeypatch.setitem(sys.modules, "catboost", None)
+    assert _model._read_model(str(path)) == (None, "CatBoost is not installed")
+
+
+def test_the_shipped_model_needs_no_catboost(fresh_model_cache, monkeypatch):
+    if not _model.SHIPPED_MODEL.is_file():
+        pytest.skip("no shipped model in this checkout")
+    by_catboost = _model._read_catboost(str(_model.SHIPPED_MODEL))[0]
+    monkeypatch.setitem(sys.modules, "catboost", None)
+    exported, why = _model._read_model(str(_model.SHIPPED_MODEL))
+    assert why is None
+    if by_catboost is not None:
+        _same_model(exported, by_catboost)

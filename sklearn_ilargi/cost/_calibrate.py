@@ -24,7 +24,7 @@ from ..backend import gpu_available
 from ._candidates import candidates
 from ._features import candidate_features
 from ._hardware import _machine_key, cache_dir
-from ._model import user_model_path
+from ._model import save_model, user_model_path
 from ._scenarios import FAMILIES, make_calibration_scenario
 from ._train import append_measurements, check_appendable, read_measurements, train_cost_model
 from ._workloads import WORKLOADS, run_workload
@@ -200,8 +200,7 @@ def train_and_save(measurements, model_path, log=print):
     frame = read_measurements(measurements)
     log(f"training on {len(frame)} measurements from {measurements}")
     model = train_cost_model(frame)
-    Path(model_path).parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(model_path))
+    save_model(model, model_path)
     log(f"model saved to {model_path}")
     return Path(model_path)
 

@@ -9,11 +9,16 @@ learned correction of the roofline. Where it comes from, first match wins:
    sklearn_ilargi.calibrate`` on this machine);
 3. the model shipped inside the package.
 
-CatBoost is imported only here, and only when a model file is read: without CatBoost, without a
-file, or with an unreadable or foreign one, :func:`load_cost_model` warns once per process and
-returns the heuristic, so that a fit never fails for want of a cost model.
+Saving a model (:func:`save_model`) also writes its trees, exported to arrays, beside it
+(``cost_model.trees.npz``, with the digest of the model file they come from): reading those
+takes milliseconds, where importing CatBoost took half a second of a process's first fit.
+CatBoost is imported only here, and only to read a model file without a matching export:
+without CatBoost then, without a file, or with an unreadable or foreign one,
+:func:`load_cost_model` warns once per process and returns the heuristic, so that a fit never
+fails for want of a cost model.
 """
 
+import hashlib
 import json
 import os
 import tempfile
@@ -31,6 +36,8 @@ from ._heuristic import NOMINAL_WEIGHTS, heuristic_seconds
 MODEL_FILENAME = "cost_model.cbm"
 SHIPPED_MODEL = Path(__file__).with_name(MODEL_FILENAME)
 HEURISTIC = "heuristic"
+#: What :class:`CatBoostCostModel` reads of a model file's metadata.
+USED_METADATA = ("gpu_rows", "target", "n_measurements", "heuristic_weights")
 _warned = set()
 
 
@@ -75,34 +82,46 @@ class ObliviousTrees:
 
     ``CatBoost.predict`` builds a ``Pool`` on every call, which alone takes milliseconds; a
     fit's decision predicts two to four rows, so evaluating the trees directly keeps the
-    decision well inside its budget. The trees come from CatBoost's own JSON export.
+    decision well inside its budget.
 
     Parameters
     ----------
-    exported : dict
-        ``CatBoost.save_model(..., format="json")``, parsed.
+    features : ndarray of int of shape (n_trees, depth)
+        The feature each level of each tree splits on.
+    borders : ndarray of shape (n_trees, depth)
+        The split values (``+inf`` for the unused levels of shallower trees: always bit 0).
+    leaves : ndarray of shape (n_trees, 2 ** depth)
+    scale, bias : float
     """
 
-    def __init__(self, exported):
+    ARRAYS = ("features", "borders", "leaves")
+
+    def __init__(self, features, borders, leaves, scale=1.0, bias=0.0):
+        self.features = np.asarray(features, dtype=np.intp)
+        self.borders = np.asarray(borders, dtype=np.float64)
+        self.leaves = np.asarray(leaves, dtype=np.float64)
+        self.weights = 1 << np.arange(self.features.shape[1])
+        self.scale = float(scale)
+        self.bias = float(bias)
+
+    @classmethod
+    def from_json(cls, exported):
+        """The trees of ``CatBoost.save_model(..., format="json")``, parsed."""
         trees = exported["oblivious_trees"]
         depth = max((len(t["splits"]) for t in trees), default=0)
-        n_trees = len(trees)
-        self.features = np.zeros((n_trees, depth), dtype=np.intp)
-        # Unused levels of shallower trees compare against +inf: always bit 0.
-        self.borders = np.full((n_trees, depth), np.inf)
-        self.leaves = np.zeros((n_trees, 2 ** depth))
+        features = np.zeros((len(trees), depth), dtype=np.intp)
+        borders = np.full((len(trees), depth), np.inf)
+        leaves = np.zeros((len(trees), 2 ** depth))
         for i, tree in enumerate(trees):
             for level, split in enumerate(tree["splits"]):
                 if split.get("split_type", "FloatFeature") != "FloatFeature":
                     raise ValueError("only numeric splits are supported")
-                self.features[i, level] = split["float_feature_index"]
-                self.borders[i, level] = split["border"]
+                features[i, level] = split["float_feature_index"]
+                borders[i, level] = split["border"]
             values = tree["leaf_values"]
-            self.leaves[i, : len(values)] = values
-        self.weights = 1 << np.arange(depth)
+            leaves[i, : len(values)] = values
         scale, bias = exported.get("scale_and_bias", [1.0, [0.0]])
-        self.scale = float(scale)
-        self.bias = float(bias[0] if isinstance(bias, list) else bias)
+        return cls(features, borders, leaves, scale, bias[0] if isinstance(bias, list) else bias)
 
     def predict(self, X):
         """Raw predictions (the regression value) for the rows of ``X``."""
@@ -116,7 +135,11 @@ class ObliviousTrees:
 def model_weights(model):
     """The weights of the heuristic's terms that a trained model's corrections are relative
     to: fitted by calibration, nominal for a model saved without them."""
-    saved = dict(model.get_metadata()).get("heuristic_weights")
+    return _weights(dict(model.get_metadata()))
+
+
+def _weights(metadata):
+    saved = metadata.get("heuristic_weights")
     return np.asarray(json.loads(saved) if saved else NOMINAL_WEIGHTS, dtype=np.float64)
 
 
@@ -126,7 +149,30 @@ def export_trees(model):
         path = os.path.join(folder, "model.json")
         model.save_model(path, format="json")
         with open(path) as exported:
-            return ObliviousTrees(json.load(exported))
+            return ObliviousTrees.from_json(json.load(exported))
+
+
+def trees_path(model_path):
+    """Where :func:`save_model` keeps the exported trees of the model file ``model_path``."""
+    return Path(model_path).with_suffix(".trees.npz")
+
+
+def _digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def save_model(model, path):
+    """Save a trained CatBoost model to ``path``, and its trees exported beside it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    model.save_model(str(path))
+    trees = export_trees(model)
+    metadata = dict(model.get_metadata())
+    about = {"digest": _digest(path), "feature_names": list(model.feature_names_ or []),
+             "metadata": {key: metadata[key] for key in USED_METADATA if key in metadata},
+             "scale": trees.scale, "bias": trees.bias}
+    with open(trees_path(path), "wb") as out:  # np.savez would append ".npz" to a str path
+        np.savez_compressed(out, about=json.dumps(about),
+                            **{name: getattr(trees, name) for name in ObliviousTrees.ARRAYS})
 
 
 class CatBoostCostModel:
@@ -134,7 +180,9 @@ class CatBoostCostModel:
 
     Parameters
     ----------
-    model : catboost.CatBoost
+    trees : ObliviousTrees
+    metadata : dict
+        The model file's metadata (``gpu_rows``, ``target``, ``heuristic_weights``, ...).
     path : str
 
     Attributes
@@ -145,16 +193,14 @@ class CatBoostCostModel:
         not let it rank GPU candidates.
     """
 
-    def __init__(self, model, path):
-        self.model = model
+    def __init__(self, trees, metadata, path):
+        self.trees = trees
         self.path = str(path)
-        metadata = dict(model.get_metadata())
         self.gpu_trained = metadata.get("gpu_rows", "0") == "1"
         self.relative = metadata.get("target") == "log10_seconds_over_heuristic"
         self.n_measurements = metadata.get("n_measurements", "?")
-        self.heuristic_weights = model_weights(model)
+        self.heuristic_weights = _weights(metadata)
         self.source = f"catboost ({self.path})"
-        self.trees = export_trees(model)
 
     def predict_seconds(self, shared, candidate_rows):
         """Seconds for each candidate's features (dicts from ``candidate_features``)."""
@@ -167,14 +213,34 @@ class CatBoostCostModel:
         return [float(v) for v in 10.0 ** log_seconds]
 
 
-def _read_catboost(path):
+def _read_model(path):
     """A :class:`CatBoostCostModel` from ``path``, or the reason it cannot be one."""
+    if not os.path.isfile(path):
+        return None, f"no cost model file at {path}"
+    return _read_exported_trees(path) or _read_catboost(path)
+
+
+def _read_exported_trees(path):
+    """``(model, None)`` from the trees exported beside ``path``; None if they are missing,
+    unreadable, or not those of the file as it is now."""
+    try:
+        with np.load(trees_path(path), allow_pickle=False) as saved:
+            about = json.loads(str(saved["about"]))
+            arrays = [saved[name] for name in ObliviousTrees.ARRAYS]
+        if about["digest"] != _digest(path) or about["feature_names"] != list(FEATURE_NAMES):
+            return None
+        trees = ObliviousTrees(*arrays, about["scale"], about["bias"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return CatBoostCostModel(trees, about["metadata"], path), None
+
+
+def _read_catboost(path):
+    """A :class:`CatBoostCostModel` read by CatBoost, or the reason it cannot be one."""
     try:
         from catboost import CatBoostRegressor
     except ImportError:
         return None, "CatBoost is not installed"
-    if not os.path.isfile(path):
-        return None, f"no cost model file at {path}"
     model = CatBoostRegressor()
     try:
         model.load_model(str(path))
@@ -185,7 +251,7 @@ def _read_catboost(path):
         return None, (f"the cost model file {path} was trained on other features; "
                       "re-run python -m sklearn_ilargi.calibrate")
     try:
-        return CatBoostCostModel(model, path), None
+        return CatBoostCostModel(export_trees(model), dict(model.get_metadata()), path), None
     except (ValueError, KeyError, OSError) as exc:
         return None, f"the cost model file {path} cannot be evaluated ({exc})"
 
@@ -193,7 +259,7 @@ def _read_catboost(path):
 @lru_cache(maxsize=8)
 def _load(path, mtime):
     del mtime  # part of the cache key only: a rewritten file is read again
-    return _read_catboost(path)
+    return _read_model(path)
 
 
 def _load_path(path):
