@@ -298,6 +298,20 @@ def test_the_trees_of_another_model_file_are_not_used(fresh_model_cache, tmp_pat
     assert _model._read_model(str(path)) == (None, "CatBoost is not installed")
 
 
+@pytest.mark.parametrize("damage", [b"not an archive", None])
+def test_damaged_exported_trees_are_not_used(fresh_model_cache, tmp_path, damage):
+    """Unreadable, or readable without the trees: the model file is read by CatBoost."""
+    path = tmp_path / "fine.cbm"
+    _model.save_model(tiny_catboost(), path)
+    if damage is None:
+        np.savez(_model.trees_path(path), about="{}")
+    else:
+        _model.trees_path(path).write_bytes(damage)
+    assert _model._read_exported_trees(str(path)) is None
+    model, why = _model._read_model(str(path))
+    assert why is None and model.source.startswith("catboost")
+
+
 def test_the_shipped_model_needs_no_catboost(fresh_model_cache, monkeypatch):
     if not _model.SHIPPED_MODEL.is_file():
         pytest.skip("no shipped model in this checkout")

@@ -263,8 +263,7 @@ def _target_rows_by_source(row_map):
     """``(indptr, rows)``: the target rows that each source row feeds, in CSR layout (the
     structure of ``I.T``), kept on the map."""
     if row_map.indices is None:
-        every = np.arange(row_map.n_target)
-        return np.arange(row_map.n_target + 1), every
+        return np.arange(row_map.n_target + 1), np.arange(row_map.n_target)
 
     def build():
         by_source = _transposed_indicator(row_map, np.float64).tocsr()  # a counting sort

@@ -5,9 +5,8 @@ workload, every candidate ``(backend, strategy)`` is fitted once to warm up and 
 ``repeats`` times (more for short fits, see ``MIN_TIMED_SECONDS``), candidates interleaved
 so that a noisy neighbour slows all of them alike; the lower quartile of the repeats is kept
 (``TIME_QUANTILE``). The materialized path's time includes building ``T``, as that is what a
-user pays. Rows are
-appended to the measurement file after every scenario, so an interrupted run keeps what it
-measured.
+user pays. Rows are appended to the measurement file after every scenario, so an interrupted
+run keeps what it measured.
 """
 
 import argparse

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import warnings
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -230,7 +231,7 @@ def _read_exported_trees(path):
         if about["digest"] != _digest(path) or about["feature_names"] != list(FEATURE_NAMES):
             return None
         trees = ObliviousTrees(*arrays, about["scale"], about["bias"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
         return None
     return CatBoostCostModel(trees, about["metadata"], path), None
 

@@ -8,11 +8,11 @@ Morpheus and Amalur rules, the complexity and byte ratios):
 1. leave one scenario family out: for each family, a model trained on the other families'
    measurements chooses for this family's cases;
 2. leave one estimator out: likewise per estimator;
-
-   both scored against the lower quartiles of the repeats (what the model learns), and the
-   same picks against the medians;
 3. TPC-H (optional, ``--tpch-scale``): the estimators timed live on the TPC-H lineitem
    snowflake, chosen for by the model trained on every synthetic measurement.
+
+The held-out picks are scored against the lower quartiles of the candidates' repeats (what
+the model learns), then against their medians.
 
 It also measures the decision overhead (features plus prediction) of :func:`decide`.
 """
