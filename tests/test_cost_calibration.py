@@ -52,8 +52,8 @@ def test_calibrate_appends_and_trains(tmp_path):
 
 def test_heuristic_weights_fit_the_measurements(monkeypatch):
     """Seconds made of known weights are fitted back (with a weak prior: the default one is
-    worth more than these 24 rows); a term that is always zero (sparse kernels on dense
-    scenarios, transfers on the CPU) keeps its nominal weight."""
+    worth more than these 24 rows); a term that is always zero (the sparse gram of a CSR join
+    on dense scenarios, transfers on the CPU) keeps its nominal weight."""
     from sklearn_ilargi.cost import _train
 
     monkeypatch.setattr(_train, "PRIOR_MEASUREMENTS", 1e-4)
@@ -73,8 +73,7 @@ def test_heuristic_weights_fit_the_measurements(monkeypatch):
         return np.abs(estimate / frame["seconds"] - 1).mean()
 
     assert error(weights) < 0.01 < 0.1 < error(np.ones(len(TERMS)))
-    unused = [TERMS.index(t) for t in ("sparse_compute", "sparse_gram", "transfer",
-                                       "sklearn_fit")]
+    unused = [TERMS.index(t) for t in ("sparse_gram", "transfer", "sklearn_fit")]
     np.testing.assert_allclose(weights[unused], 1.0)
 
 

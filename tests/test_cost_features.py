@@ -183,3 +183,21 @@ def test_the_gram_of_sparse_identity_blocks_counts_their_stored_values():
     assert shared["fact_sparse_flops"] == pytest.approx(2 * 20 * 0.2 + 2 * 100 * 3 * 0.2)
     assert shared["fact_flops"] == pytest.approx(
         2 * 300 * 3 + 100 + 2 * 20 * 0.2 + 100 + 2 * 100 * 3 * 0.2)
+
+
+@pytest.mark.parametrize("widths, sparse_pairs", [
+    ((20, 30), [(20, 30)]),  # both kept apart: their pair is scipy.sparse work
+    ((4, 6), []),  # both narrow: joined in slices, multiplied by BLAS
+    ((4, 30), [(4, 30)]),  # a single narrow one is kept apart too
+    ((4, 6, 30), []),  # the narrow two are joined; the wide one meets them by scatters
+])
+def test_dimension_pairs_kept_apart_are_sparse_work(widths, sparse_pairs):
+    """Two dimensions that the gram keeps apart meet over the target rows in scipy.sparse,
+    dense as they are; joined ones are multiplied by BLAS."""
+    rng = np.random.default_rng(0)
+    sources = [rng.random((100, 3))] + [rng.random((10, c)) for c in widths]
+    row_maps = [np.arange(100)] + [rng.integers(0, 10, 100) for _ in widths]
+    nm = NormalizedMatrix.from_matrices(sources, row_maps)
+    shared = fit_features(nm, OperationProfile(gram=1), HARDWARE)
+    assert shared["fact_sparse_flops"] == pytest.approx(
+        sum(2 * 100 * min(pair) for pair in sparse_pairs))

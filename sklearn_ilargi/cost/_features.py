@@ -8,6 +8,8 @@ multiply-add as two, bytes count what one pass reads and writes.
 
 import math
 
+from ..ops._products import JOIN_MAX_COLUMNS
+
 _DENSE_INDEX_BYTES = 4  # CSR column indices (int32)
 
 DATA_FEATURES = (
@@ -162,13 +164,29 @@ def _per_row(b):
     return b["nnz"] / max(b["rows"], 1)
 
 
+def _kept_apart(blocks):
+    """``{id(block): whether the gram keeps it apart}``: as ``ops._products`` plans it, the
+    dense fact table, and the narrow dense dimensions when at least two of them pair up, are
+    joined in slices of rows; every other block is kept apart."""
+    narrow = [b for b in blocks if not b["sparse"] and not b["identity"]
+              and b["columns"] <= JOIN_MAX_COLUMNS]
+    joined = {id(b) for b in blocks if not b["sparse"] and b["identity"]}
+    if len(narrow) > 1:
+        joined |= {id(b) for b in narrow}
+    return {id(b): id(b) not in joined for b in blocks}
+
+
 def _fact_gram_flops(blocks, n_rows):
     """(all, on sparse sources) FLOPs of the factorized gram.
 
     A block's own gram multiplies each row's stored values pairwise (``2 nnz x nnz / rows``,
     which is ``2 rows c^2`` when dense); two identity blocks multiply row by row
-    (``2 n_T`` times the product of their values per row).
+    (``2 n_T`` times the product of their values per row). Two dimension blocks that the gram
+    keeps apart (not joined in slices, see :func:`_kept_apart`) meet over the target rows in
+    scipy.sparse (their co-occurrence matrix's product, or a scatter): sparse work even for
+    dense sources.
     """
+    apart = _kept_apart(blocks)
     flops = sum(2.0 * b["nnz"] * _per_row(b) + b["present"] for b in blocks)
     sparse = sum(2.0 * b["nnz"] * _per_row(b) for b in blocks if b["sparse"])
     for i, a in enumerate(blocks):
@@ -181,10 +199,11 @@ def _fact_gram_flops(blocks, n_rows):
             # Scatter (or co-occurrence) over the target rows, then a product of source size.
             density = min(a["nnz"] / max(a["rows"] * a["columns"], 1),
                           b["nnz"] / max(b["rows"] * b["columns"], 1))
-            small = min(a["columns"], b["columns"])
+            over_rows = 2.0 * n_rows * min(a["columns"], b["columns"])
             product = 2.0 * min(a["rows"], b["rows"]) * a["columns"] * b["columns"] * density
-            flops += 2.0 * n_rows * small + product
+            flops += over_rows + product
             sparse += product if a["sparse"] or b["sparse"] else 0.0
+            sparse += over_rows if apart[id(a)] and apart[id(b)] else 0.0
     return flops, sparse
 
 
