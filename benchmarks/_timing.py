@@ -1,8 +1,12 @@
-"""Side-by-side timing shared by the benchmarks: medians of interleaved repeats."""
+"""What the benchmarks share: medians of interleaved repeats, the machine, the command line
+and the results file."""
 
+import argparse
+import json
 import os
 import platform
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -37,3 +41,18 @@ def machine():
         "numpy": np.__version__,
         "machine": platform.machine(),
     }
+
+
+def arguments(doc, repeats):
+    """A command line described by the first line of ``doc``, with ``--repeats`` and ``--out``
+    (the folder of the JSON results); a benchmark adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    return parser
+
+
+def write_results(out, name, payload):
+    """Write ``payload`` as JSON to ``out / name``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(payload, indent=1))

@@ -11,14 +11,11 @@ cross.
     python benchmarks/block_pairs.py [--rows 300000] [--repeats 7] [--out benchmarks/results]
 """
 
-import argparse
-import json
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
 
-from _timing import machine, median_times
+from _timing import arguments, machine, median_times, write_results
 from sklearn_ilargi import NormalizedMatrix
 from sklearn_ilargi.normalized._row_map import RowMap
 from sklearn_ilargi.ops import _products
@@ -59,10 +56,8 @@ def pair_times(be, a, b, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, repeats=7)
     parser.add_argument("--rows", type=int, default=300_000)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     info = machine()
     print(f"# block pairs: {args.rows} target rows, {info['cores']} cores, BLAS {info['blas']}, "
@@ -79,10 +74,9 @@ def main():
                             "gather_scatter_s": t_gs, "cooccurrence_s": t_co})
             cells.append(f"{t_gs / t_co:.2f}x")
         print(f"| {tuple_ratio} | " + " | ".join(cells) + " |", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "block_pairs.json").write_text(json.dumps(
-        {"machine": info, "rows": args.rows, "repeats": args.repeats, "results": results},
-        indent=1))
+    write_results(args.out, "block_pairs.json",
+                  {"machine": info, "rows": args.rows, "repeats": args.repeats,
+                   "results": results})
 
 
 if __name__ == "__main__":

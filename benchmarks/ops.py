@@ -8,13 +8,10 @@ Each cell reports materialized time / factorized time for ``T @ w``, ``T.T @ y``
     python benchmarks/ops.py [--rows 1000000] [--repeats 5] [--out benchmarks/results]
 """
 
-import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
-from _timing import machine, median_times
+from _timing import arguments, machine, median_times, write_results
 from sklearn_ilargi import NormalizedMatrix
 
 TUPLE_RATIOS = (1, 5, 20, 100)
@@ -87,10 +84,8 @@ def heat_map(results, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, repeats=5)
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     info = machine()
     print(f"# ops benchmark: {args.rows} fact rows x {FACT_COLUMNS}, {info['cores']} cores, "
@@ -106,9 +101,7 @@ def main():
                 f"{op} {ops[op]['speedup']:.2f}x" for op in OPERATIONS), flush=True)
     print()
     print(markdown(results))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ops.json").write_text(json.dumps({"machine": info, "rows": args.rows,
-                                                   "results": results}, indent=1))
+    write_results(args.out, "ops.json", {"machine": info, "rows": args.rows, "results": results})
     heat_map(results, args.out / "ops.png")
 
 

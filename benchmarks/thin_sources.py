@@ -9,15 +9,12 @@ the materialized join. Each cell is the median of ``--repeats`` fits.
     python benchmarks/thin_sources.py [--seeds 8] [--repeats 5] [--out benchmarks/results]
 """
 
-import argparse
-import json
 import warnings
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
 
-from _timing import machine, median_times
+from _timing import arguments, machine, median_times, write_results
 from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
 from sklearn_ilargi.cost._workloads import WORKLOADS, run_workload
 from sklearn_ilargi.normalized import _blocks
@@ -67,10 +64,8 @@ def markdown(results):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, repeats=5)
     parser.add_argument("--seeds", type=int, default=8, help="scenarios to scan per family")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     info = machine()
     print(f"# thin sources: {info['cores']} cores, BLAS {info['blas']}, "
@@ -93,9 +88,8 @@ def main():
             flush=True)
     print()
     print(markdown(results))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "thin_sources.json").write_text(
-        json.dumps({"machine": info, "repeats": args.repeats, "results": results}, indent=1))
+    write_results(args.out, "thin_sources.json",
+                  {"machine": info, "repeats": args.repeats, "results": results})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ multiply-add as two, bytes count what one pass reads and writes.
 
 import math
 
-from ..ops._products import JOIN_MAX_COLUMNS
+from ..ops._products import joined_in_gram
 
 _DENSE_INDEX_BYTES = 4  # CSR column indices (int32)
 
@@ -165,15 +165,10 @@ def _per_row(b):
 
 
 def _kept_apart(blocks):
-    """``{id(block): whether the gram keeps it apart}``: as ``ops._products`` plans it, the
-    dense fact table, and the narrow dense dimensions when at least two of them pair up, are
-    joined in slices of rows; every other block is kept apart."""
-    narrow = [b for b in blocks if not b["sparse"] and not b["identity"]
-              and b["columns"] <= JOIN_MAX_COLUMNS]
-    joined = {id(b) for b in blocks if not b["sparse"] and b["identity"]}
-    if len(narrow) > 1:
-        joined |= {id(b) for b in narrow}
-    return {id(b): id(b) not in joined for b in blocks}
+    """``{id(block): whether the gram keeps it apart}``, not joined in slices of rows
+    (:func:`sklearn_ilargi.ops._products.joined_in_gram`)."""
+    joined = joined_in_gram([(b["sparse"], b["identity"], b["columns"]) for b in blocks])
+    return {id(b): not join for b, join in zip(blocks, joined)}
 
 
 def _fact_gram_flops(blocks, n_rows):

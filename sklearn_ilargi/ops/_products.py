@@ -181,17 +181,28 @@ def gram(nm, sample_weight=None):
     return out
 
 
-def _blocks_to_join(be, blocks):
-    """The dense fact table, plus the narrow blocks when at least two of them pair up.
+def joined_in_gram(layout):
+    """Which blocks the gram joins in slices of rows, from each block's ``(sparse, identity,
+    columns)``: the dense fact table, plus the narrow dense blocks when at least two of them
+    pair up (the cost features follow the same plan).
 
     Joining narrow blocks pays off through their pairs with each other, which BLAS then does
     in one product instead of a gather and a scatter each; a single narrow block is cheaper
     to keep factorized.
     """
-    dense = [b for b in blocks if not be.is_sparse(b.source)]
-    narrow = [b for b in dense
-              if not b.row_map.is_identity and b.shape[1] <= JOIN_MAX_COLUMNS]
-    return [b for b in dense if b.row_map.is_identity] + (narrow if len(narrow) > 1 else [])
+    narrow = [not sparse and not identity and columns <= JOIN_MAX_COLUMNS
+              for sparse, identity, columns in layout]
+    pair_up = sum(narrow) > 1
+    return [(not sparse and identity) or (is_narrow and pair_up)
+            for (sparse, identity, _), is_narrow in zip(layout, narrow)]
+
+
+def _blocks_to_join(be, blocks):
+    """The blocks that :func:`joined_in_gram` joins, the fact table's first."""
+    joined = joined_in_gram([(be.is_sparse(b.source), b.row_map.is_identity, b.shape[1])
+                             for b in blocks])
+    chosen = [b for b, join in zip(blocks, joined) if join]
+    return sorted(chosen, key=lambda b: not b.row_map.is_identity)  # stable
 
 
 def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
