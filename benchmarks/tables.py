@@ -45,7 +45,7 @@ QUICK = {
 # ---------------------------------------------------------------------- the two ways
 def build_with_pandas(base, joins, features, target):
     """What a pandas user writes: merge the needed columns, encode dates and strings."""
-    from sklearn_ilargi.normalized._tables_input import CATEGORICAL, DATE, column_kind
+    from sklearn_ilargi.tables._input import CATEGORICAL, DATE, column_kind
 
     tables = [base] + [j.table for j in joins]
     keys = set()

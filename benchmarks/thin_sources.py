@@ -15,8 +15,8 @@ from unittest import mock
 import numpy as np
 
 from _timing import arguments, machine, median_times, write_results
-from sklearn_ilargi.cost._scenarios import FAMILIES, make_calibration_scenario
-from sklearn_ilargi.cost._workloads import WORKLOADS, run_workload
+from sklearn_ilargi.cost.calibration._scenarios import FAMILIES, make_calibration_scenario
+from sklearn_ilargi.cost.calibration._workloads import WORKLOADS, run_workload
 from sklearn_ilargi.normalized import _blocks
 
 def scenario_pair(family, seed):

@@ -9,8 +9,9 @@ from .linear_model import (
     FactorizedLogisticRegression,
     FactorizedRidge,
 )
-from .normalized import Join, NormalizedMatrix, Union, from_tables
+from .normalized import NormalizedMatrix
 from .preprocessing import FactorizedStandardScaler
+from .tables import Join, Union, from_tables
 
 __version__ = "0.1.0"
 

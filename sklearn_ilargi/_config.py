@@ -1,44 +1,259 @@
-"""Global settings: the default backend, strategy and cost model of every fit."""
+"""Settings: the default strategy, backend and cost model of every fit, and every threshold.
 
+Settings are process-wide: a value given to :func:`set_config`, or inside a
+:func:`config_context` block, is seen by every thread of the process (a
+``ThreadPoolExecutor``'s or joblib's threads, say) until it changes again. An estimator that is
+pickled, as ``GridSearchCV(n_jobs=...)`` does to send it to worker processes, carries the
+settings that differ from the defaults, and its fits in a process that changed none of its own
+run under them (see :func:`carried_settings`).
+
+:data:`OPTIONS` lists every setting with its default and meaning; ``doc/`` renders it as the
+settings page.
+"""
+
+import numbers
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-_DEFAULTS = {"backend": "auto", "strategy": "auto", "cost_model": None, "verbose": 0}
-_CHOICES = {
-    "backend": ("auto", "cpu", "gpu"),
-    "strategy": ("auto", "factorized", "materialized"),
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its default, the values it accepts and what it does.
+
+    Attributes
+    ----------
+    default : object
+    choices : tuple or None
+        The values allowed, where they are a fixed set.
+    kind : {"choice", "int", "float", "path", "verbosity"}
+        What is checked: one of ``choices``, a non-negative integer, a non-negative number,
+        a path (str or os.PathLike) or None, a verbosity (non-negative integer or bool).
+    doc : str
+    """
+
+    default: object
+    kind: str
+    doc: str
+    choices: tuple = None
+
+
+OPTIONS = {
+    "strategy": Option(
+        "auto", "choice", choices=("auto", "factorized", "materialized"),
+        doc="The strategy of every estimator whose ``strategy`` parameter is ``'auto'``: "
+            "``'auto'`` lets the cost model choose per fit."),
+    "backend": Option(
+        "auto", "choice", choices=("auto", "cpu", "gpu"),
+        doc="The device of every estimator whose ``backend`` parameter is ``'auto'``."),
+    "cost_model": Option(
+        None, "path",
+        doc="A CatBoost model file (``.cbm``) to decide with, or ``'heuristic'``; None finds "
+            "the calibrated model of this machine, then the shipped one."),
+    "verbose": Option(
+        0, "verbosity",
+        doc="Progress of the long operations (calibration; fits whose ``verbose`` parameter "
+            "is 0): 0 is silent, 1 reports progress with an estimate of the time left."),
+    # Storage of the sources, decided once when a matrix is built.
+    "dense_storage_density": Option(
+        1 / 6, "float",
+        doc="A sparse source at least this full is stored dense (its products then run in "
+            "multi-threaded BLAS)."),
+    "dense_storage_max_cells": Option(
+        1 << 16, "int",
+        doc="A sparse source of at most this many cells is stored dense (scipy.sparse's fixed "
+            "cost per product exceeds its work there); 0 keeps every sparse source sparse."),
+    "column_major_min_rows": Option(
+        1 << 16, "int",
+        doc="A dense fact table with at least this many rows, and at most "
+            "``column_major_max_columns`` columns, is stored column-major."),
+    "column_major_max_columns": Option(
+        64, "int",
+        doc="See ``column_major_min_rows``."),
+    "gathered_values_per_row": Option(
+        1.0, "float",
+        doc="Sparse dimensions that hold fewer than this many values per target row, once "
+            "gathered, are stored gathered onto the target's rows (as are dense dimensions of "
+            "one column); 0 stores no source gathered."),
+    # The gram's plan and the products' slicing (benchmarks/block_pairs.py measures them).
+    "gram_join_max_columns": Option(
+        16, "int",
+        doc="In the gram, dense dimensions this narrow are joined a slice of rows at a time "
+            "(when at least two of them pair up) rather than kept factorized."),
+    "gather_scatter_max_columns": Option(
+        8, "int",
+        doc="Two dimensions pair in the gram by gathering and scattering when one has at most "
+            "this many columns, else through their co-occurrence matrix."),
+    "dense_cooccurrence_cells_per_row": Option(
+        1.0, "float",
+        doc="Two small dimensions pair through a dense co-occurrence matrix when it has at "
+            "most this many cells per target row."),
+    "gathered_values_per_slice": Option(
+        1 << 24, "int",
+        doc="Most gathered values held at once by a product that slices the target's rows "
+            "(bounds its scratch memory)."),
+    "parallel_group_rows": Option(
+        1 << 20, "int",
+        doc="Row maps are scattered side by side on threads when the target has at least this "
+            "many rows."),
+    "rows_per_gather": Option(
+        1 << 15, "int",
+        doc="Rows gathered per step where a gather accumulates into its output (CPU)."),
+    "bincount_max_columns": Option(
+        2, "int",
+        doc="A scatter of at most this many columns runs as one bincount per column (CPU)."),
+    "group_cells_per_row": Option(
+        8, "int",
+        doc="Group counts are built dense when they have at most this many cells per target "
+            "row, else sparse."),
+    "gpu_segment_sum": Option(
+        "csr", "choice", choices=("csr", "scatter", "bincount"),
+        doc="How the GPU backend scatter-adds dense rows: a CSR product, atomic scatter-adds, "
+            "or a bincount per column."),
+    "one_thread_cells": Option(
+        1 << 22, "int",
+        doc="Logistic regression limits BLAS to one thread below this many cells of ``X`` "
+            "(its small products lose more to thread start-up than they gain)."),
+    # Reading tables.
+    "table_chunk_rows": Option(
+        1 << 18, "int",
+        doc="Rows of a table column encoded per chunk by ``from_tables``."),
+    "pair_slots": Option(
+        8, "int",
+        doc="Two-column keys whose second column has at most this many values per first "
+            "value are matched by a small lookup table; others by sorting."),
 }
-_local = threading.local()
+
+_settings = {name: option.default for name, option in OPTIONS.items()}
+_lock = threading.RLock()
 
 
-def _settings():
-    if not hasattr(_local, "settings"):
-        _local.settings = dict(_DEFAULTS)
-    return _local.settings
+def _check(name, value):
+    if name not in OPTIONS:
+        raise ValueError(f"Unknown setting {name!r}; known: {sorted(OPTIONS)}.")
+    option = OPTIONS[name]
+    kind = option.kind
+    if kind == "choice":
+        ok = isinstance(value, str) and value in option.choices
+        expected = f"one of {option.choices}"
+    elif kind == "path":
+        ok = value is None or isinstance(value, str) or hasattr(value, "__fspath__")
+        expected = "a path (str or os.PathLike), 'heuristic' or None"
+    elif kind == "verbosity":
+        ok = isinstance(value, numbers.Integral) and value >= 0
+        expected = "a non-negative integer"
+    elif kind == "int":
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+        expected = "a non-negative integer"
+    else:
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool) and value >= 0
+              and value == value)
+        expected = "a non-negative number"
+    if not ok:
+        raise ValueError(f"The setting {name!r} must be {expected}; got {value!r}.")
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "verbosity":
+        return int(value)
+    return value
 
 
 def get_config():
-    """The current settings as a new dict."""
-    return dict(_settings())
+    """The current settings as a new dict.
+
+    Returns
+    -------
+    dict
+        Every setting of :data:`OPTIONS` with its current value.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi import get_config
+    >>> get_config()["strategy"]
+    'auto'
+    """
+    with _lock:
+        return dict(_settings)
 
 
 def set_config(**settings):
-    """Change settings: ``backend``, ``strategy``, ``cost_model`` (path), ``verbose``."""
-    for key, value in settings.items():
-        if key not in _DEFAULTS:
-            raise ValueError(f"Unknown setting {key!r}; known: {sorted(_DEFAULTS)}.")
-        if key in _CHOICES and value not in _CHOICES[key]:
-            raise ValueError(f"{key} must be one of {_CHOICES[key]}, got {value!r}.")
-    _settings().update(settings)
+    """Change settings for the whole process; see :data:`OPTIONS` for each one.
+
+    Every value is checked before any is changed: a wrong name or value raises
+    ``ValueError`` naming the setting, and leaves every setting as it was.
+
+    Parameters
+    ----------
+    **settings
+        ``name=value`` for settings of :data:`OPTIONS`, e.g. ``strategy="factorized"``.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi import get_config, set_config
+    >>> set_config(strategy="factorized")
+    >>> get_config()["strategy"]
+    'factorized'
+    >>> set_config(strategy="auto")
+    """
+    checked = {name: _check(name, value) for name, value in settings.items()}
+    with _lock:
+        _settings.update(checked)
 
 
 @contextmanager
 def config_context(**settings):
-    """Change settings within a ``with`` block only."""
-    old = get_config()
-    set_config(**settings)
+    """Change settings within a ``with`` block only (for every thread of the process).
+
+    Parameters
+    ----------
+    **settings
+        As for :func:`set_config`.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi import config_context, get_config
+    >>> with config_context(strategy="materialized"):
+    ...     get_config()["strategy"]
+    'materialized'
+    >>> get_config()["strategy"]
+    'auto'
+    """
+    checked = {name: _check(name, value) for name, value in settings.items()}
+    with _lock:
+        old = {name: _settings[name] for name in checked}
+        _settings.update(checked)
     try:
         yield
     finally:
-        _settings().clear()
-        _settings().update(old)
+        with _lock:
+            _settings.update(old)
+
+
+def changed_settings():
+    """The settings that differ from their defaults, as a dict (what a pickle carries)."""
+    with _lock:
+        return {name: value for name, value in _settings.items()
+                if value != OPTIONS[name].default}
+
+
+def carried_settings(carried):
+    """A context for a fit of an estimator that was pickled with the settings ``carried``.
+
+    The settings apply where this process changed none of its own (a worker process of a
+    search, say), and are ignored otherwise: a process's own settings always win.
+
+    Parameters
+    ----------
+    carried : dict or None
+        What :func:`changed_settings` returned where the estimator was pickled.
+    """
+    if not carried or changed_settings():
+        return _nothing()
+    return config_context(**carried)
+
+
+@contextmanager
+def _nothing():
+    yield

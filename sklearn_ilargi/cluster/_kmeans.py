@@ -10,8 +10,10 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Cluster
 from sklearn.base import TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
+from ..utils._sklearn_compat import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ..utils._sklearn_compat import _check_sample_weight
 
 from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from ..cost import OperationProfile

@@ -8,8 +8,8 @@ so that pandas never renames anything; the attribute names are restored at the e
 import numpy as np
 import pandas as pd
 
-from ..normalized._tables_input import CATEGORICAL, column_kind, numeric_values
-from ..normalized._tables_spec import Union, default_name
+from ..tables._input import CATEGORICAL, column_kind, numeric_values
+from ..tables._spec import Union, default_name
 
 
 def _frame(table):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..normalized._tables_spec import Join
+from ..tables._spec import Join
 
 
 @dataclass

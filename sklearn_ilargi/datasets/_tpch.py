@@ -7,8 +7,8 @@ import sys
 import sysconfig
 import tempfile
 
-from ..normalized._tables import from_tables
-from ..normalized._tables_spec import Join
+from ..tables._from_tables import from_tables
+from ..tables._spec import Join
 
 TPCH_TABLES = ("lineitem", "orders", "customer", "nation", "region", "part", "supplier",
                "partsupp")

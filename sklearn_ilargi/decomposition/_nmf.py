@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from ..utils._sklearn_compat import Interval, Options, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
 from ..base import FactorizedMixin, falls_back_to_cpu, to_host

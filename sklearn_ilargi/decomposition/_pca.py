@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 from sklearn.decomposition import PCA
-from sklearn.utils._param_validation import StrOptions
+from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import FactorizedMixin, falls_back_to_cpu, to_host
@@ -13,7 +13,7 @@ from ..cost import OperationProfile
 from ..utils import gram, is_normalized, matmul, validate_input
 
 try:  # Minka's MLE of the dimension; scikit-learn's own, to pick exactly the same rank.
-    from sklearn.decomposition._pca import _infer_dimension
+    from ..utils._sklearn_compat import _infer_dimension
 except ImportError:  # pragma: no cover - moved in a future scikit-learn
     _infer_dimension = None
 

@@ -12,7 +12,9 @@ import warnings
 import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
+
+from ..utils._sklearn_compat import _check_sample_weight
 
 from ..backend import backend_of
 from ..base import to_host

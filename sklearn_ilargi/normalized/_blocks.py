@@ -9,12 +9,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ._parse import storage_layout
+from .._config import get_config
+from ._storage import storage_layout
 from ._row_map import RowMap
 
-GATHERED_VALUES_PER_ROW = 1.0
-"""Store sparse sources gathered when that takes fewer than this many values per target row
-(see :func:`gather_thin_sources`); 0 gathers no source, sparse or dense."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,8 +84,8 @@ def gather_thin_sources(blocks, n_target, backend):
     gathered, so they are gathered once onto the identity map (with the fact table's map,
     where there is one), each kind into one block:
 
-    - sparse sources whose rows, gathered, hold fewer than ``GATHERED_VALUES_PER_ROW`` values
-      per target row (all the blocks of their row map sparse): added into one CSR block;
+    - sparse sources whose rows, gathered, hold fewer than ``gathered_values_per_row`` values
+      per target row (a setting) (all the blocks of their row map sparse): added into one CSR block;
     - dense sources of one column alone on their row map: side by side in one dense block.
 
     One product then replaces a product, a gather and a scatter per source. Blocks are
@@ -99,7 +97,8 @@ def gather_thin_sources(blocks, n_target, backend):
         ``blocks`` with the thin ones replaced by those blocks, each where its first source
         was.
     """
-    if not GATHERED_VALUES_PER_ROW:
+    values_per_row = get_config()["gathered_values_per_row"]
+    if not values_per_row:
         return blocks
     groups = {}
     for block in blocks:
@@ -113,7 +112,7 @@ def gather_thin_sources(blocks, n_target, backend):
             present = row_map.indices[row_map.indices >= 0] if row_map.has_missing else \
                 row_map.indices
             values = sum(int(np.diff(b.source.indptr)[present].sum()) for b in group)
-            if values < GATHERED_VALUES_PER_ROW * n_target:
+            if values < values_per_row * n_target:
                 sparse.extend(group)
         elif len(group) == 1 and group[0].source.shape[1] == 1:
             dense.extend(group)

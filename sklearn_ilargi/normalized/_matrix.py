@@ -17,8 +17,8 @@ from ._parse import (
     check_unique_targets,
     result_dtype,
     source_name,
-    storage_layout,
 )
+from ._storage import storage_layout
 
 
 class NormalizedMatrix:

@@ -6,7 +6,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend._numpy import all_finite
-from ..ops._products import JOIN_MAX_COLUMNS
 from ._row_map import RowMap, index_dtype
 
 
@@ -36,48 +35,6 @@ def check_source(source, where):
     if not all_finite(data):
         raise ValueError(f"{where} contains NaN or infinity.")
     return source
-
-
-DENSE_ENOUGH = 1 / 6
-TALL_ROWS = 1 << 16
-NARROW_COLUMNS = 64
-
-
-SMALL_CELLS = 1 << 16
-
-
-def dense_enough(nnz, shape):
-    """Whether a block with ``nnz`` stored values is best kept dense (see storage_layout)."""
-    cells = shape[0] * shape[1]
-    return nnz >= DENSE_ENOUGH * cells or cells <= SMALL_CELLS
-
-
-def column_major(shape, *, is_fact):
-    """Whether a dense block is best kept column-major (see storage_layout)."""
-    if is_fact:
-        return shape[0] >= TALL_ROWS and shape[1] <= NARROW_COLUMNS
-    return 1 < shape[1] <= JOIN_MAX_COLUMNS
-
-
-def storage_layout(source, *, is_fact):
-    """A block's source as it is best stored for computing (at most one copy, at construction).
-
-    - A sparse source at least 1/6 full becomes dense: at most 4x the bytes of CSR there (8
-      bytes a cell against 12 a stored value), and its products run in multi-threaded BLAS
-      instead of single-threaded sparse kernels. So does a small one (at most ``SMALL_CELLS``
-      cells, 512 KiB dense): scipy.sparse's fixed cost per product, tens of microseconds of
-      checks and conversions, is more than its work.
-    - A tall, narrow fact table is stored column-major: BLAS's matrix-vector products then
-      sweep long columns instead of a short dot product per row, about twice as fast for
-      ``T @ w`` and ``T.T @ y``.
-    - A gathered source narrow enough for the gram to join it (``JOIN_MAX_COLUMNS``) is
-      column-major too: the gram gathers it a column at a time. Wider ones stay row-major,
-      so that gathering a row reads one contiguous run.
-    """
-    order = "F" if column_major(source.shape, is_fact=is_fact) else "C"
-    if sp.issparse(source):
-        return source.toarray(order=order) if dense_enough(source.nnz, source.shape) else source
-    return np.asfortranarray(source) if order == "F" else source
 
 
 def result_dtype(sources):

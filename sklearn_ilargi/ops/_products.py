@@ -9,18 +9,8 @@ columns a block fills) is host-side numpy; the arrays themselves stay on the bac
 
 import numpy as np
 
-GATHER_SCATTER_MAX_COLUMNS = 8
-"""Pair two non-fact blocks by gathering and scattering when one has at most this many columns.
+from .._config import get_config
 
-Wider blocks go through their co-occurrence matrix ``I_a.T @ I_b``, whose cost does not grow
-with the number of columns. Where they cross, see ``benchmarks/block_pairs.py``."""
-JOIN_MAX_COLUMNS = 16
-"""In the gram, blocks this narrow are joined in slices rather than kept factorized."""
-DENSE_COOCCURRENCE_CELLS_PER_ROW = 1
-"""Pair two small non-fact blocks through a dense co-occurrence matrix (one bincount over the
-target rows) when it has at most this many cells per target row (nation x part in TPC-H)."""
-GATHERED_VALUES_PER_SLICE = 1 << 24
-"""Bound on the gathered values held at once by a gather-and-scatter (128 MiB of float64)."""
 
 
 def _groups(blocks):
@@ -31,16 +21,11 @@ def _groups(blocks):
     return list(groups.values())
 
 
-PARALLEL_GROUP_ROWS = 1 << 20
-"""Scatter the row maps of a product side by side on threads when the target has this many
-rows: one scatter then takes tens of milliseconds, far more than starting a thread."""
-
-
 def _per_group(nm, func):
     """``(group, func(group))`` for each group of blocks sharing a row map, on threads when
     the target is tall and there are several groups."""
     groups = _groups(nm.blocks)
-    if nm.shape[0] >= PARALLEL_GROUP_ROWS and len(groups) > 1:
+    if nm.shape[0] >= get_config()["parallel_group_rows"] and len(groups) > 1:
         return zip(groups, nm.backend.map_in_threads(func, groups))
     return ((group, func(group)) for group in groups)
 
@@ -190,7 +175,8 @@ def joined_in_gram(layout):
     in one product instead of a gather and a scatter each; a single narrow block is cheaper
     to keep factorized.
     """
-    narrow = [not sparse and not identity and columns <= JOIN_MAX_COLUMNS
+    max_columns = get_config()["gram_join_max_columns"]
+    narrow = [not sparse and not identity and columns <= max_columns
               for sparse, identity, columns in layout]
     pair_up = sum(narrow) > 1
     return [(not sparse and identity) or (is_narrow and pair_up)
@@ -260,7 +246,7 @@ def _sum_over_slices(be, add_slice, zeros, n_rows, n_columns):
     ``zeros()`` gives a thread its list of zero totals; ``add_slice(start, stop, scratch,
     totals)`` adds the contribution of rows ``start:stop`` to them. ``scratch`` is a dict of
     buffers it may keep for the thread's next slice (see :func:`_scratch`). Slices hold about
-    ``GATHERED_VALUES_PER_SLICE`` values of ``n_columns`` columns. None when there are no rows.
+    ``gathered_values_per_slice`` values (a setting) of ``n_columns`` columns. None when there are no rows.
     """
     step = _rows_per_slice(n_columns)
     slices = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
@@ -320,7 +306,7 @@ def _scratch(be, scratch, key, shape, dtype, order="C"):
 
 
 def _rows_per_slice(n_columns):
-    return max(1, GATHERED_VALUES_PER_SLICE // max(n_columns, 1))
+    return max(1, get_config()["gathered_values_per_slice"] // max(n_columns, 1))
 
 
 def _gather_scatter_cost(n_rows, gathered_columns, n_out):
@@ -371,8 +357,9 @@ def _cross_gram(be, a, b, sample_weight, dtype):
         return be.dot(be.scatter_add_rows(a.source, b.row_map, sample_weight).T, b.source)
     if b.row_map.is_identity:
         return be.dot(a.source.T, be.scatter_add_rows(b.source, a.row_map, sample_weight))
-    small = n_a * n_b <= DENSE_COOCCURRENCE_CELLS_PER_ROW * n_rows
-    if not small and min(c_a, c_b) <= GATHER_SCATTER_MAX_COLUMNS:
+    config = get_config()
+    small = n_a * n_b <= config["dense_cooccurrence_cells_per_row"] * n_rows
+    if not small and min(c_a, c_b) <= config["gather_scatter_max_columns"]:
         if _gather_scatter_cost(n_rows, c_b, n_a) <= _gather_scatter_cost(n_rows, c_a, n_b):
             return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
         return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)

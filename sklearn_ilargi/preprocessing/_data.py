@@ -2,8 +2,10 @@
 
 import numpy as np
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from ..utils._sklearn_compat import StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..utils._sklearn_compat import _check_sample_weight
 
 from ..base import FactorizedMixin, falls_back_to_cpu, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch

@@ -6,7 +6,7 @@ matrices go through the primitives of the backend their arrays belong to.
 """
 
 from ..backend import backend_of
-from ..normalized import RowMap
+from ..normalized._row_map import RowMap
 from ._validation import is_normalized
 
 

@@ -1,0 +1,407 @@
+"""The backend contract: every primitive against its definition, on every usable backend.
+
+Each check builds the indicator matrix ``I`` of a row map explicitly (on the host) and compares
+the primitive with the matrix expression it stands for. The same checks run on "cpu" and, where
+CuPy and a CUDA device are usable, on "gpu" (skipped otherwise, with the reason).
+"""
+
+import ast
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose
+
+import sklearn_ilargi.backend._numpy as cpu_module
+from sklearn_ilargi.backend import get_backend, gpu_available, to_numpy
+from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
+from sklearn_ilargi.normalized._row_map import RowMap
+
+GPU_SKIP = pytest.mark.skipif(
+    not gpu_available(), reason=f"GPU backend unusable: {_gpu_unavailable_reason()}"
+)
+BACKENDS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("gpu", id="gpu", marks=[pytest.mark.gpu, GPU_SKIP]),
+]
+RTOL = {np.float32: 1e-5, np.float64: 1e-12}
+
+# Row maps (n_source, indices or None for the identity), covering the cases that matter:
+# identity, repeated rows, misses, a source no target row uses, every row missing, empty.
+ROW_MAPS = {
+    "identity": (5, None),
+    "repeats": (3, [0, 2, 2, 1, 0, 2]),
+    "misses": (4, [3, -1, 0, 0, -1, 3, 1]),
+    "unused_rows": (6, [1, 1, -1, 4]),
+    "all_missing": (2, [-1, -1, -1]),
+    "no_source_rows": (0, [-1, -1]),
+    "empty": (3, []),
+}
+
+
+@pytest.fixture(params=BACKENDS)
+def be(request):
+    return get_backend(request.param)
+
+
+def make_row_map(be, n_source, indices, *, on_device=False):
+    if indices is None:
+        return RowMap.identity(n_source)
+    indices = np.asarray(indices, dtype=np.int32)
+    return RowMap(be.from_numpy(indices) if on_device else indices, n_source)
+
+
+def indicator(n_source, indices):
+    """``I`` as a dense host matrix."""
+    if indices is None:
+        return np.eye(n_source)
+    indices = np.asarray(indices, dtype=np.int64)
+    out = np.zeros((len(indices), n_source))
+    rows = np.flatnonzero(indices >= 0)
+    out[rows, indices[rows]] = 1
+    return out
+
+
+def host(a):
+    a = to_numpy(a)
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
+def operand(n_rows, width, *, dtype=np.float64, sparse=False, seed=0):
+    """A host operand: 1-D when ``width`` is None, else 2-D (CSR with ``sparse``)."""
+    gen = np.random.default_rng(seed)
+    shape = (n_rows,) if width is None else (n_rows, width)
+    values = gen.standard_normal(shape).astype(dtype)
+    if sparse:
+        values[gen.random(shape) < 0.5] = 0
+        return sp.csr_matrix(values)
+    return values
+
+
+# ---------------------------------------------------------------------- the contract itself
+def _public_functions_of_source(path):
+    tree = ast.parse(Path(path).read_text())
+    names = {node.name for node in tree.body
+             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+    assigned = {target.id for node in tree.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    return names, assigned
+
+
+def test_gpu_module_mirrors_every_cpu_primitive():
+    """Checked from the source, so it runs without CuPy."""
+    cpu_names = {name for name, obj in vars(cpu_module).items()
+                 if inspect.isfunction(obj) and obj.__module__ == cpu_module.__name__
+                 and not name.startswith("_")}
+    gpu_path = Path(cpu_module.__file__).with_name("_cupy.py")
+    gpu_names, gpu_assigned = _public_functions_of_source(gpu_path)
+    assert cpu_names - gpu_names == set()
+    assert {"name", "xp"} <= gpu_assigned
+    assert gpu_names - cpu_names <= {"segment_sum_method", "use_segment_sum"}
+
+
+def test_gpu_module_signatures_match():
+    gpu_path = Path(cpu_module.__file__).with_name("_cupy.py")
+    tree = ast.parse(gpu_path.read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+                and hasattr(cpu_module, node.name)):
+            cpu_params = list(inspect.signature(getattr(cpu_module, node.name)).parameters)
+            gpu_params = [a.arg for a in node.args.args + node.args.kwonlyargs]
+            assert gpu_params == cpu_params, node.name
+
+
+def test_backend_name(be):
+    assert be.name in ("cpu", "gpu")
+    assert hasattr(be.xp, "zeros") and hasattr(be.xp, "result_type")
+
+
+# ---------------------------------------------------------------------- transfers
+def test_round_trip_dense_and_sparse(be):
+    dense = operand(4, 3)
+    assert_allclose(host(be.from_numpy(dense)), dense)
+    sparse = operand(4, 3, sparse=True)
+    moved = be.from_numpy(sparse)
+    assert be.is_sparse(moved)
+    back = be.to_numpy(moved)
+    assert sp.issparse(back)
+    assert_allclose(back.toarray(), sparse.toarray())
+    assert be.from_numpy(moved) is moved  # already this backend's
+
+
+def test_asarray_to_dense_as_csr(be):
+    values = operand(3, 4)
+    assert_allclose(host(be.asarray(values, dtype=np.float32)), values.astype(np.float32))
+    assert be.asarray(values, dtype=np.float32).dtype == np.float32
+    sparse = be.from_numpy(operand(3, 4, sparse=True))
+    assert_allclose(host(be.to_dense(sparse)), host(sparse))
+    csr = be.as_csr(be.from_numpy(values), np.float64)
+    assert be.is_sparse(csr)
+    assert_allclose(host(csr), values)
+    empty = be.as_csr((2, 5), np.float32)
+    assert empty.shape == (2, 5) and empty.dtype == np.float32 and empty.nnz == 0
+
+
+def test_all_finite(be):
+    values = operand(3, 2)
+    assert be.all_finite(be.from_numpy(values))
+    values[1, 1] = np.nan
+    assert not be.all_finite(be.from_numpy(values))
+    sparse = sp.csr_matrix(np.array([[0.0, np.inf], [1.0, 0.0]]))
+    assert not be.all_finite(be.from_numpy(sparse))
+
+
+# ---------------------------------------------------------------------- gathers and scatters
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("width", [None, 3])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_gather_rows_is_indicator_product(be, case, width, on_device):
+    n_source, indices = ROW_MAPS[case]
+    row_map = make_row_map(be, n_source, indices, on_device=on_device)
+    z = operand(n_source, width)
+    expected = indicator(n_source, indices) @ z
+    assert_allclose(host(be.gather_rows(be.from_numpy(z), row_map)), expected)
+    buffer = be.xp.full(expected.shape, np.nan)  # a reused buffer: every row is written
+    got = be.gather_rows(be.from_numpy(z), row_map, out=buffer)
+    assert got is buffer
+    assert_allclose(host(got), expected)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("width", [None, 1, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_add_rows_is_transposed_indicator_product(be, case, width, weighted, dtype):
+    n_source, indices = ROW_MAPS[case]
+    ind = indicator(n_source, indices)
+    n_target = ind.shape[0]
+    y = operand(n_target, width, dtype=dtype)
+    w = np.random.default_rng(1).random(n_target).astype(dtype) if weighted else None
+    expected = ind.T @ (y if w is None else (y.T * w).T)
+    for method in _segment_sum_methods(be):
+        with _segment_sum(be, method):
+            row_map = make_row_map(be, n_source, indices)
+            got = be.scatter_add_rows(be.from_numpy(y), row_map,
+                                      None if w is None else be.from_numpy(w))
+            assert got.shape == expected.shape, method
+            assert_allclose(host(got), expected, rtol=RTOL[dtype], atol=1e-5, err_msg=method)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("stored", ["many", "one"])  # a dense result (bincount), or sparse
+def test_scatter_add_rows_of_a_sparse_operand(be, case, weighted, stored):
+    n_source, indices = ROW_MAPS[case]
+    ind = indicator(n_source, indices)
+    y = operand(ind.shape[0], 3, sparse=True)
+    if stored == "one":
+        y = sp.csr_matrix(([2.5], ([ind.shape[0] - 1], [1])), shape=y.shape) if y.shape[0] \
+            else y
+    w = np.random.default_rng(2).random(ind.shape[0]) if weighted else None
+    expected = ind.T @ (y.toarray() if w is None else y.toarray() * w[:, None])
+    got = be.scatter_add_rows(be.from_numpy(y), make_row_map(be, n_source, indices),
+                              None if w is None else be.from_numpy(w))
+    assert_allclose(host(got), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_counts(be, case, weighted, dtype):
+    n_source, indices = ROW_MAPS[case]
+    ind = indicator(n_source, indices)
+    w = np.random.default_rng(3).random(ind.shape[0]) if weighted else None
+    expected = ind.T @ (np.ones(ind.shape[0]) if w is None else w)
+    row_map = make_row_map(be, n_source, indices)
+    for _ in range(2):  # the second call may come from a cache
+        got = be.counts(row_map, None if w is None else be.from_numpy(w), dtype)
+        assert got.dtype == dtype
+        assert_allclose(host(got), expected, rtol=RTOL[dtype])
+
+
+@pytest.mark.parametrize("pair", [("identity", "identity"), ("repeats", "repeats"),
+                                  ("misses", "misses"), ("repeats", "misses"),
+                                  ("misses", "repeats"), ("identity", "unused_rows"),
+                                  ("all_missing", "all_missing")])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dense", [False, True])
+def test_cooccurrence(be, pair, weighted, dense):
+    n_target = {"identity": 5, "repeats": 6, "misses": 7, "unused_rows": 4, "all_missing": 3}
+    gen = np.random.default_rng(4)
+    maps = []
+    for case in pair:
+        n_source, indices = ROW_MAPS[case]
+        if indices is None:
+            indices = list(range(n_source))
+        maps.append((n_source, list(indices)))
+    # Both maps must cover the same target rows: resample the second onto the first's length.
+    n = len(maps[0][1])
+    n_b, ind_b = maps[1]
+    ind_b = [ind_b[i % len(ind_b)] if ind_b else -1 for i in range(n)] if n else []
+    maps[1] = (n_b, ind_b)
+    assert n == n_target[pair[0]]
+    w = gen.random(n) if weighted else None
+    ia, ib = indicator(*maps[0]), indicator(*maps[1])
+    expected = ia.T @ (ib if w is None else ib * w[:, None])
+    got = be.cooccurrence(make_row_map(be, *maps[0]), make_row_map(be, *maps[1]),
+                          None if w is None else be.from_numpy(w), np.float64, dense=dense)
+    assert be.is_sparse(got) != dense
+    assert got.shape == expected.shape and got.dtype == np.float64
+    assert_allclose(host(got), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("n_groups", [1, 3, 40])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_group_counts(be, case, n_groups, weighted):
+    n_source, indices = ROW_MAPS[case]
+    n = n_source if indices is None else len(indices)
+    gen = np.random.default_rng(n_groups)
+    labels = gen.integers(0, n_groups, n).astype(np.int32)
+    w = gen.random(n) if weighted else None
+    one_hot = np.eye(n_groups)[labels].reshape(n, n_groups)
+    expected = indicator(n_source, indices).T @ (one_hot if w is None else one_hot * w[:, None])
+    got = be.group_counts(make_row_map(be, n_source, indices), be.from_numpy(labels), n_groups,
+                          None if w is None else be.from_numpy(w), np.float64)
+    assert got.shape == expected.shape
+    assert_allclose(host(got), expected, rtol=1e-12)
+
+
+def test_cooccurrence_of_identity_maps(be):
+    a, b = RowMap.identity(4), RowMap.identity(4)
+    assert_allclose(host(be.cooccurrence(a, b)), np.eye(4))
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gather_sparse_rows(be, case, sparse):
+    n_source, indices = ROW_MAPS[case]
+    s = operand(n_source, 3, sparse=sparse)
+    dense = s.toarray() if sparse else s
+    got = be.gather_sparse_rows(be.from_numpy(s), make_row_map(be, n_source, indices))
+    assert be.is_sparse(got)
+    assert_allclose(host(got), indicator(n_source, indices) @ dense)
+
+
+# ---------------------------------------------------------------------- products and sums
+MIXES = [("dense", "dense"), ("sparse", "dense"), ("dense", "sparse"), ("sparse", "sparse")]
+
+
+@pytest.mark.parametrize("kinds", MIXES, ids=lambda k: "@".join(k))
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.float32, np.float32),
+                                    (np.float32, np.float64)], ids=str)
+def test_dot_every_mix(be, kinds, dtypes):
+    a = operand(5, 4, dtype=dtypes[0], sparse=kinds[0] == "sparse", seed=5)
+    b = operand(4, 3, dtype=dtypes[1], sparse=kinds[1] == "sparse", seed=6)
+    expected = host(a).astype(np.float64) @ host(b).astype(np.float64)
+    got = be.dot(be.from_numpy(a), be.from_numpy(b))
+    assert not be.is_sparse(got)
+    assert got.dtype == np.result_type(*dtypes)
+    assert_allclose(host(got), expected, rtol=1e-5 if np.float32 in dtypes else 1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dot_with_vectors_and_transposes(be, sparse):
+    s = operand(6, 3, sparse=sparse, seed=7)
+    dense = host(s)
+    v, u = operand(3, None, seed=8), operand(6, None, seed=9)
+    ds = be.from_numpy(s)
+    assert_allclose(host(be.dot(ds, be.from_numpy(v))), dense @ v)
+    assert_allclose(host(be.dot(ds.T, be.from_numpy(u))), dense.T @ u)
+    assert_allclose(host(be.dot(be.from_numpy(u[None, :]), ds)), u[None, :] @ dense)
+    assert_allclose(host(be.dot(ds.T, ds)), dense.T @ dense)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_weighted_gram_and_column_sums(be, sparse, weighted):
+    s = operand(7, 3, sparse=sparse, seed=10)
+    dense = host(s)
+    w = np.random.default_rng(11).random(7) if weighted else None
+    ds, dw = be.from_numpy(s), None if w is None else be.from_numpy(w)
+    ww = np.ones(7) if w is None else w
+    assert_allclose(host(be.weighted_gram(ds, dw)), dense.T @ (dense * ww[:, None]),
+                    rtol=1e-12)
+    assert_allclose(host(be.column_sums(ds, dw)), dense.T @ ww, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row_sums_and_squares(be, sparse):
+    s = operand(5, 4, sparse=sparse, seed=12)
+    dense = host(s)
+    ds = be.from_numpy(s)
+    assert_allclose(host(be.row_sums(ds)), dense.sum(axis=1), rtol=1e-12)
+    assert_allclose(host(be.row_sums_of_squares(ds)), (dense * dense).sum(axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("width", [None, 2])
+def test_scale_rows(be, sparse, width):
+    if sparse and width is None:
+        pytest.skip("a sparse operand is 2-D")
+    y = operand(5, width, sparse=sparse, seed=13)
+    w = np.random.default_rng(14).random(5)
+    got = be.scale_rows(be.from_numpy(y), be.from_numpy(w))
+    expected = (host(y).T * w).T
+    assert_allclose(host(got), expected)
+    assert be.scale_rows(be.from_numpy(y), None) is not None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_column_operations(be, sparse):
+    s = operand(4, 5, sparse=sparse, seed=15)
+    dense = host(s)
+    ds = be.from_numpy(s)
+    columns = np.array([4, 0, 2])
+    assert_allclose(host(be.take_columns(ds, columns)), dense[:, columns])
+    factors = np.array([1.0, -2.0, 0.5, 3.0, 0.0])
+    assert_allclose(host(be.scale_columns(ds, be.from_numpy(factors))), dense * factors)
+    squared = be.map_values(ds, np.square)
+    assert be.is_sparse(squared) == sparse
+    assert_allclose(host(squared), dense**2)
+    assert_allclose(host(be.map_values(ds, abs)), np.abs(dense))
+
+
+def test_placement_and_add_at_columns(be):
+    columns = np.array([3, 0, 4])
+    p = be.placement(columns, 6, np.float64)
+    assert be.is_sparse(p)
+    expected = np.zeros((3, 6))
+    expected[np.arange(3), columns] = 1
+    assert_allclose(host(p), expected)
+    out = be.from_numpy(np.ones((2, 6)))
+    values = operand(2, 3, seed=16)
+    be.add_at_columns(out, columns, be.from_numpy(values))
+    reference = np.ones((2, 6))
+    reference[:, columns] += values
+    assert_allclose(host(out), reference)
+
+
+# ---------------------------------------------------------------------- the device
+def test_device_queries(be):
+    be.synchronize()
+    assert be.free_memory() >= 0
+    info = be.device_info()
+    assert info["backend"] == be.name and "name" in info
+    be.release_memory()
+
+
+# ---------------------------------------------------------------------- helpers
+def _segment_sum_methods(be):
+    return getattr(be, "SEGMENT_SUM_METHODS", (None,))
+
+
+def _segment_sum(be, method):
+    if method is None:
+        from contextlib import nullcontext
+
+        return nullcontext()
+    return be.use_segment_sum(method)
+
+
+def test_map_in_threads_keeps_the_order(be):
+    assert be.threads() >= 1
+    assert be.map_in_threads(lambda x: x * x, range(7)) == [x * x for x in range(7)]
+    assert be.map_in_threads(lambda x: x, []) == []

@@ -1,0 +1,171 @@
+"""Calibration, training and the evaluation metrics, on tiny runs (nothing here is timed)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_ilargi import config_context
+from sklearn_ilargi.cost import OperationProfile, decide
+from sklearn_ilargi.cost.calibration._calibrate import calibrate
+from sklearn_ilargi.cost.calibration._evaluation import baseline_policies, cases_of, score
+from sklearn_ilargi.cost.calibration._scenarios import FAMILIES, make_calibration_scenario
+from sklearn_ilargi.cost._features import candidate_features
+from sklearn_ilargi.cost._heuristic import TERMS, heuristic_seconds
+from sklearn_ilargi.cost._model import load_cost_model
+from sklearn_ilargi.cost.calibration._train import fit_heuristic_weights, read_measurements
+
+pytest.importorskip("catboost")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_scenarios_are_reproducible(family):
+    a = make_calibration_scenario(family, 3, size_scale=0.02)
+    b = make_calibration_scenario(family, 3, size_scale=0.02)
+    assert a.X.shape == b.X.shape and a.params == b.params
+    np.testing.assert_allclose(a.y_regression, b.y_regression)
+    if family == "left":
+        assert decide(a.X).features["missing_share"] > 0
+    if family == "sparse":
+        assert decide(a.X).features["sparse_sources"] == 1
+
+
+def test_calibrate_appends_and_trains(tmp_path):
+    output, model = tmp_path / "m.csv.gz", tmp_path / "m.cbm"
+    lines = []
+    kwargs = dict(output=output, model_path=model, per_family=1, repeats=1,
+                  families=("pkfk",), size_scale=0.02, log=lines.append)
+    first = calibrate(train=False, **kwargs)
+    assert first["model"] is None and first["rows"] > 0 and not first["errors"]
+    second = calibrate(seed=1, **kwargs)
+    frame = read_measurements(output)
+    assert len(frame) == first["rows"] + second["rows"]
+    assert set(frame["strategy"]) == {"factorized", "materialized"}
+    assert (frame["seconds"] > 0).all() and model.is_file()
+    assert any("[1/1]" in line for line in lines)
+    with config_context(cost_model=str(model)):
+        decision = decide(make_calibration_scenario("star", 0, 0.02).X)
+    assert decision.model.startswith("catboost") and "CPU-only" not in decision.reason
+    loaded = load_cost_model(str(model))
+    assert loaded.heuristic_weights.shape == (len(TERMS),)
+    assert (loaded.heuristic_weights >= 0).all()
+
+
+def test_heuristic_weights_fit_the_measurements(monkeypatch):
+    """Seconds made of known weights are fitted back (with a weak prior: the default one is
+    worth more than these 24 rows); a term that is always zero (the sparse gram of a CSR join
+    on dense scenarios, transfers on the CPU) keeps its nominal weight."""
+    from sklearn_ilargi.cost.calibration import _train
+
+    monkeypatch.setattr(_train, "PRIOR_MEASUREMENTS", 1e-4)
+    true = np.array([2.0, 0.5, 3.0, 1.5, 1.0, 1.0, 0.5, 2.0, 1.0, 1.0])
+    rows = []
+    for family, seed in (("pkfk", 0), ("star", 1), ("snowflake", 2), ("left", 3)):
+        X = make_calibration_scenario(family, seed, 0.05).X
+        for matmul in (0, 5, 50):
+            shared = decide(X, OperationProfile(matmul=matmul, rmatmul=matmul, gram=1)).features
+            for strategy in ("factorized", "materialized"):
+                row = {**shared, **candidate_features(shared, "cpu", strategy)}
+                rows.append({**row, "seconds": heuristic_seconds(row, true)})
+    frame = pd.DataFrame(rows)
+    weights = fit_heuristic_weights(frame)
+    def error(w):
+        estimate = np.array([heuristic_seconds(r, w) for r in rows])
+        return np.abs(estimate / frame["seconds"] - 1).mean()
+
+    assert error(weights) < 0.01 < 0.1 < error(np.ones(len(TERMS)))
+    unused = [TERMS.index(t) for t in ("sparse_gram", "transfer", "sklearn_fit")]
+    np.testing.assert_allclose(weights[unused], 1.0)
+
+
+def toy_measurements():
+    rows = []
+    for i, (fact, mat) in enumerate([(1.0, 2.0), (3.0, 1.0), (1.0, 1.5)]):
+        for strategy, seconds in (("factorized", fact), ("materialized", mat)):
+            rows.append({"scenario": f"s{i}", "family": "f", "workload": "w",
+                         "backend": "cpu", "strategy": strategy, "seconds": seconds,
+                         "tuple_ratio": 10.0 * (i != 1), "feature_ratio": 2.0,
+                         "flop_ratio": 2.0, "complexity_ratio": 2.0, "byte_ratio": 2.0})
+    return pd.DataFrame(rows)
+
+
+def test_metrics_against_the_oracle():
+    times, shared = cases_of(toy_measurements())
+    oracle = score(times, np.array(["cpu/factorized", "cpu/materialized", "cpu/factorized"]))
+    assert oracle["accuracy"] == 1.0 and oracle["saving_share"] == 1.0
+    assert oracle["worst_slowdown"] == 1.0 and oracle["f1"] == 1.0
+    fact = score(times, np.full(3, "cpu/factorized"))
+    # Possible saving 1 + 2 + 0.5; always factorizing saves 1 and 0.5 of it, loses case 2.
+    assert fact["saving_share"] == pytest.approx(1.5 / 3.5)
+    assert fact["worst_slowdown"] == pytest.approx(3.0)
+    assert fact["accuracy"] == pytest.approx(2 / 3)
+    # Against always materializing: possible 1 + 0 + 0.5, always factorizing gets 1 - 2 + 0.5.
+    assert fact["saving_vs_materialized"] == pytest.approx(-0.5 / 1.5)
+    morpheus = baseline_policies()["Morpheus rule (TR > 5 and FR > 1)"](shared)
+    assert list(morpheus) == ["cpu/factorized", "cpu/materialized", "cpu/factorized"]
+
+
+@pytest.mark.parametrize("seconds, expected", [(0.001, 15), (0.1, 8), (0.3, 3), (3.0, 1)])
+def test_short_fits_are_repeated_more(monkeypatch, seconds, expected):
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from sklearn_ilargi.cost.calibration import _calibrate
+
+    Candidate = namedtuple("Candidate", "backend strategy")
+
+    decision = SimpleNamespace(features={"n_rows": 10})
+    monkeypatch.setattr(_calibrate, "_timed", lambda *args: (seconds, decision))
+    pool = [Candidate("cpu", s) for s in ("factorized", "materialized")]
+    monkeypatch.setattr(_calibrate, "candidate_features", lambda *args: {})
+    workload = SimpleNamespace(name="w", kind="estimator")
+    scenario = SimpleNamespace(id="s", family="f")
+    rows, errors = _calibrate.measure_case(workload, scenario, pool, repeats=3)
+    assert not errors and [row["repeats"] for row in rows] == [expected, expected]
+
+
+def test_a_run_of_stalled_repeats_does_not_make_the_time(monkeypatch):
+    """Most repeats of one candidate stall (a descheduled core): its time is still the
+    undisturbed one, and the faster candidate stays the faster one."""
+    import itertools
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    from sklearn_ilargi.cost.calibration import _calibrate
+
+    Candidate = namedtuple("Candidate", "backend strategy")
+    pool = [Candidate("cpu", s) for s in ("factorized", "materialized")]
+    times = {pool[0]: itertools.cycle([0.02, 0.2, 0.2, 0.02, 0.2]),  # 60% stalled
+             pool[1]: itertools.cycle([0.04])}
+    decision = SimpleNamespace(features={"n_rows": 10})
+    monkeypatch.setattr(_calibrate, "_timed",
+                        lambda workload, scenario, candidate: (next(times[candidate]), decision))
+    monkeypatch.setattr(_calibrate, "candidate_features", lambda *args: {})
+    workload = SimpleNamespace(name="w", kind="estimator")
+    scenario = SimpleNamespace(id="s", family="f")
+    rows, _ = _calibrate.measure_case(workload, scenario, pool, repeats=3)
+    seconds = {row["strategy"]: row["seconds"] for row in rows}
+    assert seconds == {"factorized": pytest.approx(0.02), "materialized": pytest.approx(0.04)}
+
+
+def test_measurements_of_another_version_are_not_appended_to(tmp_path):
+    output = tmp_path / "old.csv"
+    output.write_text("scenario,seconds\ns0,1.0\n")
+    with pytest.raises(ValueError, match="old.csv holds measurements of another version"):
+        calibrate(output=output, model_path=tmp_path / "m.cbm", per_family=1, repeats=1,
+                  families=("pkfk",), size_scale=0.02, log=lambda line: None)
+    assert output.read_text() == "scenario,seconds\ns0,1.0\n"
+
+
+def test_the_evaluation_prints_every_table(tmp_path, capsys):
+    from sklearn_ilargi.cost.calibration import _evaluate as evaluate
+
+    output = tmp_path / "m.csv.gz"
+    calibrate(output=output, per_family=1, repeats=1, families=("pkfk", "star"),
+              size_scale=0.02, train=False, log=lambda line: None)
+    assert evaluate.main(["--measurements", str(output), "--tpch-scale", "0",
+                          "--iterations", "10"]) == 0
+    printed = capsys.readouterr().out
+    for heading in ("Leave one scenario family out", "Leave one estimator out",
+                    "against the medians of the repeats", "Decision overhead"):
+        assert heading in printed
+    assert printed.count("| cost model (CatBoost) |") == 4
