@@ -5,18 +5,16 @@ the target rows and scattering them into the other's (values moved grow with the
 through the co-occurrence matrix ``I_a.T @ I_b`` (built once, then a sparse product of source
 size). Over a star of two dimensions, for a grid of dimension widths and tuple ratios, each cell
 reports gather-and-scatter time / co-occurrence time (above 1: the co-occurrence matrix is
-faster), each on row maps with nothing cached yet, as in a fit's first gram. ``GATHER_SCATTER_MAX_COLUMNS`` in ``sklearn_ilargi/ops/_products.py`` is where they
-cross.
+faster), each on row maps with nothing cached yet, as in a fit's first gram. The
+``gather_scatter_max_columns`` setting is where they cross.
 
     python benchmarks/block_pairs.py [--rows 300000] [--repeats 7] [--out benchmarks/results]
 """
 
-from unittest import mock
-
 import numpy as np
 
 from _timing import arguments, machine, median_times, write_results
-from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi import NormalizedMatrix, config_context
 from sklearn_ilargi.normalized._row_map import RowMap
 from sklearn_ilargi.ops import _products
 
@@ -46,7 +44,7 @@ def pair_times(be, a, b, repeats):
 
     def by(max_columns):
         def run():
-            with mock.patch.object(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns):
+            with config_context(gather_scatter_max_columns=max_columns):
                 return _products._cross_gram(be, fresh(a), fresh(b), None, np.float64)
         return run
 

@@ -53,6 +53,7 @@ from sklearn_ilargi import (
     from_tables,
 )
 from sklearn_ilargi.datasets import join_with_pandas, make_star
+from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -87,7 +88,7 @@ def relative(attribute):
 
 # name -> (ours, scikit-learn's, shared parameters, target, how to compare the two models,
 #          what to feed: "as is" or "abs" for NMF, which needs non-negative data)
-# K-means seeds differ by design (see doc/cluster.md), so its inertias are compared, not
+# K-means seeds differ by design (doc/user_guide/cluster.rst), so its inertias are compared, not
 # centers; PCA's explained variances do not depend on the column order.
 ESTIMATORS = {
     "Ridge": (FactorizedRidge, Ridge, {"alpha": 1.0}, "regress", by_feature("coef_"), None),
@@ -262,7 +263,9 @@ def main():
         for label, description in synthetic_cases(args.quick):
             run_case(label, description, args.estimators, args.repeats,
                      auto=not args.no_auto, on_row=save)
-    if not args.no_tpch:
+    if not args.no_tpch and generator_path() is None:
+        print(f"\nTPC-H skipped: {GENERATOR_MISSING}")
+    elif not args.no_tpch:
         scale = args.tpch_scale or (0.1 if args.quick else 1.0)
         label, description = tpch_case(scale)
         run_case(label, description, args.estimators, args.tpch_repeats or args.repeats,

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from _timing import machine, median_times
-from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi import NormalizedMatrix, config_context
+from sklearn_ilargi._config import OPTIONS
 from sklearn_ilargi.backend import get_backend, gpu_available
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
 
@@ -107,10 +108,10 @@ def time_segment_sums(nm_host, repeats):
     out = {}
     rng = np.random.default_rng(2)
     y = be.from_numpy(rng.standard_normal((nm_host.shape[0], WIDE)))
-    for method in be.SEGMENT_SUM_METHODS:
+    for method in OPTIONS["gpu_segment_sum"].choices:
         nm = nm_host.to("gpu", cache=False)  # fresh row maps: nothing cached yet
         row_map = next(b.row_map for b in nm.blocks if b.row_map.indices is not None)
-        with be.use_segment_sum(method):
+        with config_context(gpu_segment_sum=method):
             start = time.perf_counter()
             be.scatter_add_rows(y, row_map)
             be.synchronize()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check, in one run on a machine with a CUDA GPU and CuPy already installed:
 #   1. the environment (nvidia-smi, CuPy's configuration, whether the GPU backend is usable),
-#   2. the GPU tests:      python -m pytest -m gpu tests -q
+#   2. the GPU tests:      python -m pytest -m gpu sklearn_ilargi -q (every gpu_segment_sum setting)
 #   3. the GPU benchmark:  benchmarks/gpu.py (factorized vs materialized on the GPU, GPU vs CPU,
 #                          over the tuple-ratio x feature-ratio grid, segment-sum methods),
 #   4. GPU calibration timings for the cost model (python -m sklearn_ilargi.calibrate, measure only).
@@ -51,7 +51,7 @@ log "GPU check started $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(pwd), results in $out
 } >>"$summary" 2>&1
 
 run_step tests 200 "$out/pytest_gpu.log" \
-  python -m pytest -m gpu tests -q -p no:cacheprovider -rfEsx
+  python -m pytest -m gpu sklearn_ilargi -q -p no:cacheprovider -rfEsx
 run_step benchmark 170 "$out/gpu_benchmark.log" \
   python benchmarks/gpu.py --rows 1000000 --repeats 3 --budget 110 --out "$out"
 run_step calibration 75 "$out/calibration.log" \

@@ -11,12 +11,21 @@ same pandas DataFrames and produce model-ready features and a target:
 
 Ratios are pandas / from_tables, medians over repeats, all measured in one run. Nothing asserts.
 
+``--readers`` times ``from_tables`` alone on the TPC-H lineitem snowflake read from Parquet three
+ways: with ``pandas.read_parquet``'s defaults (decimals become ``Decimal`` objects, dates
+``datetime.date`` objects), as pyarrow Tables, and by path (``from_tables`` reads the columns it
+needs). The read itself is not timed (it is reported apart); each way is also checked to give
+the same matrix and target, bit for bit (a SHA-256 of the joined rows, columns in the order of
+their names, taken outside the timed part). Ratios are each way / Arrow.
+
     python benchmarks/tables.py                 # TPC-H SF1 and synthetic stars
     python benchmarks/tables.py --quick         # small sizes, a smoke run
+    python benchmarks/tables.py --readers       # TPC-H SF1 read three ways (--quick: SF0.1)
 """
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -119,6 +128,8 @@ def _reset_peak():
 
 
 def worker(case, method, params, data_home):
+    if case == "tpch_readers":
+        return reader_worker(method, params, data_home)
     base, joins, features, target = _load(case, params, data_home)
     build = build_with_ilargi if method == "from_tables" else build_with_pandas
     gc.collect()
@@ -141,6 +152,113 @@ def measure(case, method, params, data_home):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# ---------------------------------------------------------------------- TPC-H read three ways
+READERS = ("pandas_defaults", "arrow", "path")
+READER_SCALE = {False: 1.0, True: 0.1}  # by --quick
+
+
+def _read_tpch(reader, scale_factor, data_home):
+    """The snowflake's tables (only the columns it uses) read one way, and how long it took."""
+    import pyarrow.parquet as pq
+
+    from sklearn_ilargi.datasets._tpch import TPCH_FEATURES, TPCH_KEYS, tpch_path
+
+    folder = tpch_path(scale_factor, data_home)
+    start = time.perf_counter()
+    tables = {}
+    for name in TPCH_FEATURES:
+        columns = TPCH_FEATURES[name] + TPCH_KEYS[name] + (
+            ["l_extendedprice"] if name == "lineitem" else [])
+        path = os.path.join(folder, f"{name}.parquet")
+        if reader == "pandas_defaults":
+            tables[name] = pd.read_parquet(path, columns=columns)
+        elif reader == "arrow":
+            tables[name] = pq.read_table(path, columns=columns)
+        else:
+            tables[name] = path
+    return tables, time.perf_counter() - start
+
+
+def _digest(X, y, step=1 << 18):
+    """SHA-256 of the joined matrix, dense, a block of rows at a time, and of the target.
+
+    Columns are taken in the order of their names: a table given by path has its columns in
+    the file's order, a table read with ``columns=`` in that order.
+    """
+    digest = hashlib.sha256(" ".join(sorted(X.feature_names)).encode())
+    X = X[:, sorted(X.feature_names)]
+    for lo in range(0, X.shape[0], step):
+        rows = X[lo:lo + step].materialize(sparse=False)
+        digest.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
+    digest.update(np.ascontiguousarray(y, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
+def reader_worker(reader, params, data_home):
+    from sklearn_ilargi import from_tables
+    from sklearn_ilargi.datasets._tpch import tpch_description
+
+    tables, read_seconds = _read_tpch(reader, params["scale_factor"], data_home)
+    gc.collect()
+    exact_peak = _reset_peak()
+    before = _status("VmRSS")
+    start = time.perf_counter()
+    X, y = from_tables(**tpch_description(tables))
+    seconds = time.perf_counter() - start
+    peak = _status("VmHWM") - before if exact_peak else None
+    return {"seconds": seconds, "read_seconds": read_seconds, "peak_bytes": peak,
+            "shape": list(X.shape),
+            "digest": _digest(X, y) if params.get("digest") else None}
+
+
+def readers_main(args):
+    """``from_tables`` on TPC-H read three ways, interleaved repeats, ratios to Arrow."""
+    from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path, tpch_path
+
+    params = {"scale_factor": READER_SCALE[args.quick]}
+    if generator_path() is None:
+        print(f"TPC-H skipped: {GENERATOR_MISSING}")
+        return
+    tpch_path(params["scale_factor"], args.data_home)  # generated once, outside the runs
+    runs = {reader: [] for reader in READERS}
+    for repeat in range(args.repeats):
+        for reader in READERS:  # interleaved, so drifting machine load hits every way
+            runs[reader].append(measure("tpch_readers", reader,
+                                        dict(params, digest=repeat == 0), args.data_home))
+        print(f"done repeat {repeat + 1}", file=sys.stderr)
+    rows = {}
+    for reader, rs in runs.items():
+        rows[reader] = {
+            "seconds": statistics.median(r["seconds"] for r in rs),
+            "read_seconds": statistics.median(r["read_seconds"] for r in rs),
+            "peak_bytes": statistics.median(r["peak_bytes"] or 0 for r in rs),
+            "shape": rs[0]["shape"], "digest": rs[0]["digest"],
+            "all_seconds": [r["seconds"] for r in rs],
+        }
+    arrow = rows["arrow"]
+    for row in rows.values():
+        row["ratio_to_arrow"] = row["seconds"] / arrow["seconds"]
+        row["same_matrix_as_arrow"] = row["digest"] == arrow["digest"]
+    report = {"benchmark": "tables_readers", "cpu_count": os.cpu_count(),
+              "repeats": args.repeats, "machine": platform.machine(),
+              "python": platform.python_version(), "pandas": pd.__version__,
+              "params": params, "readers": rows}
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(folder, exist_ok=True)
+    name = "tables_readers_quick.json" if args.quick else "tables_readers.json"
+    with open(os.path.join(folder, name), "w") as f:
+        json.dump(report, f, indent=2)
+    print(f"\nfrom_tables on TPC-H SF{params['scale_factor']:g} read three ways "
+          f"({os.cpu_count()} cores, median of {args.repeats}; ratio = way / arrow)\n")
+    print("| read as | read s (not timed) | from_tables s | ratio to arrow | peak MiB "
+          "| same matrix |")
+    print("|---|---|---|---|---|---|")
+    for reader, r in rows.items():
+        print(f"| {reader} | {r['read_seconds']:.2f} | {r['seconds']:.2f} | "
+              f"{r['ratio_to_arrow']:.2f} | {r['peak_bytes'] / 2.0 ** 20:.0f} | "
+              f"{r['same_matrix_as_arrow']} |")
+
+
 # ---------------------------------------------------------------------- driver
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -148,17 +266,26 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", nargs="*", default=list(CASES))
     parser.add_argument("--data-home", default=None)
+    parser.add_argument("--readers", action="store_true",
+                        help="time from_tables on TPC-H read three ways instead")
     parser.add_argument("--worker", nargs=3, metavar=("CASE", "METHOD", "PARAMS"))
     args = parser.parse_args()
     if args.worker:
         case, method, params = args.worker
         print(json.dumps(worker(case, method, json.loads(params), args.data_home)))
         return
+    if args.readers:
+        readers_main(args)
+        return
     sizes = QUICK if args.quick else CASES
     if "tpch" in args.cases:  # generate once, outside the timed runs
-        from sklearn_ilargi.datasets._tpch import tpch_path
+        from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path, tpch_path
 
-        tpch_path(sizes["tpch"]["scale_factor"], args.data_home)
+        if generator_path() is None:
+            print(f"TPC-H skipped: {GENERATOR_MISSING}")
+            args.cases = [case for case in args.cases if case != "tpch"]
+        else:
+            tpch_path(sizes["tpch"]["scale_factor"], args.data_home)
     results = []
     for case in args.cases:
         runs = {"from_tables": [], "pandas": []}

@@ -1,28 +1,28 @@
 """Thin sources kept factorized or stored gathered, against the materialized join.
 
 Over the cost model's calibration scenarios with thin dimensions (sparse ones with fewer than
-one value per target row once joined, ``GATHERED_VALUES_PER_ROW``, and dense ones of one
-column), each calibration estimator is fitted three ways, interleaved: factorized with those
-sources kept behind their row maps, factorized with them stored gathered (the default), and on
-the materialized join. Each cell is the median of ``--repeats`` fits.
+one value per target row once joined, the ``gathered_values_per_row`` setting, and dense ones
+of one column), each calibration estimator is fitted three ways, interleaved: factorized with
+those sources kept behind their row maps (``gathered_values_per_row=0``), factorized with them
+stored gathered (the default), and on the materialized join. Each cell is the median of
+``--repeats`` fits.
 
     python benchmarks/thin_sources.py [--seeds 8] [--repeats 5] [--out benchmarks/results]
 """
 
 import warnings
-from unittest import mock
 
 import numpy as np
 
 from _timing import arguments, machine, median_times, write_results
+from sklearn_ilargi import config_context
 from sklearn_ilargi.cost.calibration._scenarios import FAMILIES, make_calibration_scenario
 from sklearn_ilargi.cost.calibration._workloads import WORKLOADS, run_workload
-from sklearn_ilargi.normalized import _blocks
 
 def scenario_pair(family, seed):
     """(kept, gathered) builds of one scenario, or None when nothing is thin."""
     gathered = make_calibration_scenario(family, seed)
-    with mock.patch.object(_blocks, "GATHERED_VALUES_PER_ROW", 0.0):
+    with config_context(gathered_values_per_row=0):
         kept = make_calibration_scenario(family, seed)
     if len(kept.X.blocks) == len(gathered.X.blocks):
         return None

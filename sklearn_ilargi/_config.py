@@ -4,16 +4,18 @@ Settings are process-wide: a value given to :func:`set_config`, or inside a
 :func:`config_context` block, is seen by every thread of the process (a
 ``ThreadPoolExecutor``'s or joblib's threads, say) until it changes again. An estimator that is
 pickled, as ``GridSearchCV(n_jobs=...)`` does to send it to worker processes, carries the
-settings that differ from the defaults, and its fits in a process that changed none of its own
-run under them (see :func:`carried_settings`).
+settings that differ from the defaults, and its fits in another process that changed none of
+its own run under them (see :func:`carried_settings`): a process's own settings always win,
+and in the process that pickled it (a ``copy.deepcopy``, say) they are the only ones.
 
 :data:`OPTIONS` lists every setting with its default and meaning; ``doc/`` renders it as the
 settings page.
 """
 
 import numbers
+import os
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 
@@ -26,9 +28,10 @@ class Option:
     default : object
     choices : tuple or None
         The values allowed, where they are a fixed set.
-    kind : {"choice", "int", "float", "path", "verbosity"}
-        What is checked: one of ``choices``, a non-negative integer, a non-negative number,
-        a path (str or os.PathLike) or None, a verbosity (non-negative integer or bool).
+    kind : {"choice", "int", "count", "float", "path", "verbosity"}
+        What is checked: one of ``choices``, a non-negative integer, a positive integer (a
+        step, which cannot be 0), a non-negative number, a path (str or
+        os.PathLike) or None, a verbosity (non-negative integer or bool).
     doc : str
     """
 
@@ -54,6 +57,12 @@ OPTIONS = {
         0, "verbosity",
         doc="Progress of the long operations (calibration; fits whose ``verbose`` parameter "
             "is 0): 0 is silent, 1 reports progress with an estimate of the time left."),
+    "expected_iterations": Option(
+        30, "int",
+        doc="The solver iterations that the cost model assumes for an iterative fit that can "
+            "stop early (``tol > 0``): at most this many, a typical count for Lloyd's "
+            "iterations, L-BFGS and coordinate descent on well-scaled data. A fit with "
+            "``tol=0`` is assumed to run all of its ``max_iter``."),
     # Storage of the sources, decided once when a matrix is built.
     "dense_storage_density": Option(
         1 / 6, "float",
@@ -75,6 +84,11 @@ OPTIONS = {
         doc="Sparse dimensions that hold fewer than this many values per target row, once "
             "gathered, are stored gathered onto the target's rows (as are dense dimensions of "
             "one column); 0 stores no source gathered."),
+    "csr_join_max_share": Option(
+        0.5, "float",
+        doc="The joined matrix of sparse sources is built as CSR where that takes less than "
+            "this share of its dense bytes (``materialize()``, and the materialized path of "
+            "every fit); dense otherwise."),
     # The gram's plan and the products' slicing (benchmarks/block_pairs.py measures them).
     "gram_join_max_columns": Option(
         16, "int",
@@ -92,36 +106,45 @@ OPTIONS = {
         1 << 24, "int",
         doc="Most gathered values held at once by a product that slices the target's rows "
             "(bounds its scratch memory)."),
+    "parallel_slice_rows": Option(
+        1 << 16, "int",
+        doc="A product that sums over slices of the target's rows (the gram's joined slices, "
+            "a gather and scatter) cuts a target of at least this many rows into at least one "
+            "slice per thread, and runs the slices side by side on threads."),
     "parallel_group_rows": Option(
         1 << 20, "int",
         doc="Row maps are scattered side by side on threads when the target has at least this "
             "many rows."),
     "rows_per_gather": Option(
-        1 << 15, "int",
+        1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),
     "bincount_max_columns": Option(
         2, "int",
-        doc="A scatter of at most this many columns runs as one bincount per column (CPU)."),
+        doc="A scatter-add of a dense operand of at most this many columns runs as one "
+            "bincount per column (CPU; column-major operands always do)."),
     "group_cells_per_row": Option(
         8, "int",
         doc="Group counts are built dense when they have at most this many cells per target "
             "row, else sparse."),
     "gpu_segment_sum": Option(
         "csr", "choice", choices=("csr", "scatter", "bincount"),
-        doc="How the GPU backend scatter-adds dense rows: a CSR product, atomic scatter-adds, "
-            "or a bincount per column."),
+        doc="How the GPU backend scatter-adds dense rows: a product with a cached CSR of "
+            "``I.T`` (the same bits on every run), atomic scatter-adds, or a bincount per "
+            "column (both summing in an order the hardware picks; kept to be measured)."),
     "one_thread_cells": Option(
         1 << 22, "int",
         doc="Logistic regression limits BLAS to one thread below this many cells of ``X`` "
             "(its small products lose more to thread start-up than they gain)."),
     # Reading tables.
     "table_chunk_rows": Option(
-        1 << 18, "int",
-        doc="Rows of a table column encoded per chunk by ``from_tables``."),
+        1 << 18, "count",
+        doc="Rows of a table that ``from_tables`` encodes at a time into a sparse (CSR) "
+            "block, which bounds its temporary arrays."),
     "pair_slots": Option(
         8, "int",
         doc="Two-column keys whose second column has at most this many values per first "
-            "value are matched by a small lookup table; others by sorting."),
+            "value on the right are matched by a small lookup table; others by hashing "
+            "their combined codes."),
 }
 
 _settings = {name: option.default for name, option in OPTIONS.items()}
@@ -142,21 +165,21 @@ def _check(name, value):
     elif kind == "verbosity":
         ok = isinstance(value, numbers.Integral) and value >= 0
         expected = "a non-negative integer"
-    elif kind == "int":
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
-        expected = "a non-negative integer"
+    elif kind in ("int", "count"):
+        smallest = 1 if kind == "count" else 0
+        ok = (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+              and value >= smallest)
+        expected = "a positive integer" if smallest else "a non-negative integer"
     else:
         ok = (isinstance(value, numbers.Real) and not isinstance(value, bool) and value >= 0
               and value == value)
         expected = "a non-negative number"
     if not ok:
         raise ValueError(f"The setting {name!r} must be {expected}; got {value!r}.")
-    if kind == "int":
+    if kind in ("int", "count", "verbosity"):
         return int(value)
     if kind == "float":
         return float(value)
-    if kind == "verbosity":
-        return int(value)
     return value
 
 
@@ -211,6 +234,12 @@ def config_context(**settings):
     **settings
         As for :func:`set_config`.
 
+    Yields
+    ------
+    None
+        The settings apply inside the block and are restored when it ends, even by an
+        error.
+
     Examples
     --------
     >>> from sklearn_ilargi import config_context, get_config
@@ -232,28 +261,42 @@ def config_context(**settings):
 
 
 def changed_settings():
-    """The settings that differ from their defaults, as a dict (what a pickle carries)."""
+    """The settings that differ from their defaults, as a dict."""
     with _lock:
         return {name: value for name, value in _settings.items()
                 if value != OPTIONS[name].default}
 
 
+def settings_to_carry():
+    """What a pickled estimator carries: this process's id and its :func:`changed_settings`."""
+    return {"process": os.getpid(), "settings": changed_settings()}
+
+
 def carried_settings(carried):
     """A context for a fit of an estimator that was pickled with the settings ``carried``.
 
-    The settings apply where this process changed none of its own (a worker process of a
-    search, say), and are ignored otherwise: a process's own settings always win.
+    The settings apply in another process than the one that pickled the estimator, where that
+    process changed none of its own (a worker process of a search, say), and are ignored
+    otherwise: a process's own settings always win. Carried names or values that this version
+    does not know (a pickle of another version) are left out.
 
     Parameters
     ----------
     carried : dict or None
-        What :func:`changed_settings` returned where the estimator was pickled.
+        What :func:`settings_to_carry` returned where the estimator was pickled.
     """
-    if not carried or changed_settings():
-        return _nothing()
-    return config_context(**carried)
+    if not carried or carried.get("process") == os.getpid() or changed_settings():
+        return nullcontext()
+    return config_context(**_known(carried.get("settings", {})))
 
 
-@contextmanager
-def _nothing():
-    yield
+def _known(settings):
+    """The settings of ``settings`` whose names and values this version accepts, checked."""
+    known = {}
+    for name, value in settings.items():
+        try:
+            known[name] = _check(name, value)
+        except ValueError:
+            continue
+    return known
+

@@ -5,8 +5,43 @@ class MaterializationWarning(UserWarning):
     """A normalized matrix was joined into one array, e.g. by ``numpy.asarray(nm)``.
 
     Call :meth:`NormalizedMatrix.materialize` to join on purpose without the warning.
+
+    See Also
+    --------
+    NormalizedMatrix.materialize : Join on purpose.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sklearn_ilargi import MaterializationWarning, NormalizedMatrix
+    >>> nm = NormalizedMatrix.from_matrices([np.ones((2, 1))], [np.arange(2)])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     joined = np.asarray(nm)
+    >>> caught[0].category is MaterializationWarning
+    True
     """
 
 
 class NotFactorizableError(ValueError):
-    """The operation has no exact factorized form; materialize explicitly to run it."""
+    """The operation has no exact factorized form; materialize explicitly to run it.
+
+    A subclass of ``ValueError``: raised, for instance, by an element-wise function that maps
+    0 to something else, since the missing cells of a left join are zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import NormalizedMatrix, NotFactorizableError
+    >>> nm = NormalizedMatrix.from_matrices(
+    ...     [np.ones((2, 1)), np.ones((1, 1))], [np.arange(2), [0, -1]])
+    >>> try:
+    ...     nm.apply(np.cos)
+    ... except NotFactorizableError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    Element-wise cos maps 0 to ...; only functions with f(0) == 0 are exact ...
+    >>> np.cos(nm.materialize())
+    array([[0.54030231, 0.54030231],
+           [0.54030231, 1.        ]])
+    """

@@ -19,10 +19,12 @@ def to_numpy(a):
     Parameters
     ----------
     a : object
+        An array, a sparse matrix, a scalar, None, or a list, tuple or dict of them.
 
     Returns
     -------
     object
+        ``a`` with every CuPy array and cupyx matrix replaced by its host copy.
 
     Examples
     --------
@@ -43,30 +45,34 @@ def to_numpy(a):
 
 
 def device_of(X):
-    """Where ``X`` lives: "gpu" for CuPy arrays, cupyx matrices and GPU normalized matrices.
+    """Where ``X`` lives: "gpu" for CuPy arrays and cupyx matrices, "cpu" for the rest.
 
-    A NormalizedMatrix (an object with a list of ``blocks``) counts as "gpu" when its
-    ``device`` says so or when it holds CuPy sources; anything else (a DataFrame with a column
-    called ``device`` or ``blocks`` too) is "cpu".
+    An object that holds arrays without being one (a NormalizedMatrix) says where it lives
+    through a method ``__sklearn_ilargi_device__()`` returning "cpu" or "gpu". The method is
+    looked up on the type, as Python looks up special methods, so that data that merely has
+    an item of that name (a DataFrame column) is host data.
 
     Parameters
     ----------
     X : array-like, sparse matrix or NormalizedMatrix
+        The data to locate.
 
     Returns
     -------
     {"cpu", "gpu"}
+        Where ``X``'s values live.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi.backend import device_of
+    >>> device_of(np.ones(3))
+    'cpu'
     """
     if _is_cupy(X):
         return "gpu"
-    blocks = getattr(X, "blocks", None)
-    if not isinstance(blocks, (list, tuple)):
-        return "cpu"
-    if getattr(X, "device", None) == "gpu":
-        return "gpu"
-    if any(_is_cupy(getattr(block, "source", None)) for block in blocks):
-        return "gpu"
-    return "cpu"
+    declared = getattr(type(X), "__sklearn_ilargi_device__", None)
+    return "cpu" if declared is None else declared(X)
 
 
 def like_input(a, X):
@@ -89,6 +95,14 @@ def like_input(a, X):
     Returns
     -------
     object
+        ``a`` on the host for host ``X``, on the device for GPU ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi.backend import like_input
+    >>> like_input([np.arange(2), 3.0], X=np.ones((2, 2)))
+    [array([0, 1]), 3.0]
     """
     if device_of(X) != "gpu":
         return to_numpy(a)

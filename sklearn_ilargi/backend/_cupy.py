@@ -8,9 +8,11 @@ Helper data derived from a row map (its indices on the device, the CSR of ``I.T`
 counts) is built once per row map through ``row_map.cached`` and reused by every later product.
 Row map indices may arrive as numpy arrays (rows selected on the host); they are copied to the
 device once, on first use.
-"""
 
-from contextlib import contextmanager
+The dense cases of the products and sums are :mod:`._dense`'s, written once for both backends
+through the array API (array-api-compat's CuPy namespace); this module handles the sparse
+operands.
+"""
 
 import cupy as cp
 import cupyx
@@ -18,46 +20,14 @@ import cupyx.scipy.sparse as csp
 import numpy as np
 import scipy.sparse as sp
 
-from ._numpy import _column_slice
+from .._config import get_config
+from . import _dense
+from ._dense import add_at_columns  # noqa: F401  (a primitive with no sparse case)
 
 name = "gpu"
 xp = cp
 
-SEGMENT_SUM_METHODS = ("csr", "scatter", "bincount")
-"""Ways to compute ``I.T @ y`` for a dense ``y``.
-
-``"csr"`` (the default) multiplies by a cached CSR of ``I.T`` whose rows are sorted: no atomics,
-so the result is the same bit for bit on every run. ``"scatter"`` adds rows with atomic
-additions (``cupyx.scatter_add``); ``"bincount"`` runs one weighted ``cupy.bincount`` per column.
-Both of those sum in an order the hardware picks; they exist to be measured against ``"csr"``.
-"""
-
-_settings = {"segment_sum": "csr"}
 _INT32_MAX = np.iinfo(np.int32).max
-
-
-# ---------------------------------------------------------------------- settings
-def segment_sum_method():
-    """The method :func:`scatter_add_rows` uses for dense operands (see SEGMENT_SUM_METHODS)."""
-    return _settings["segment_sum"]
-
-
-@contextmanager
-def use_segment_sum(method):
-    """Within a ``with`` block, compute segment sums with ``method``.
-
-    Parameters
-    ----------
-    method : {"csr", "scatter", "bincount"}
-    """
-    if method not in SEGMENT_SUM_METHODS:
-        raise ValueError(f"method must be one of {SEGMENT_SUM_METHODS}, got {method!r}.")
-    old = _settings["segment_sum"]
-    _settings["segment_sum"] = method
-    try:
-        yield
-    finally:
-        _settings["segment_sum"] = old
 
 
 # ---------------------------------------------------------------------- arrays and transfers
@@ -121,8 +91,8 @@ def as_csr(a, dtype):
 
 
 def all_finite(a):
-    data = a.data if csp.issparse(a) else a
-    return bool(cp.isfinite(data).all())
+    """Whether ``a`` (dense, or the stored values of a sparse ``a``) holds no NaN or infinity."""
+    return _dense.all_finite(a.data if csp.issparse(a) else a)
 
 
 # ---------------------------------------------------------------------- row map helpers
@@ -264,9 +234,15 @@ def add_gathered_rows(out, z, row_map):
 def scatter_add_rows(y, row_map, weights=None, out=None):
     """``I.T @ diag(weights) @ y``: sum of the target rows that each source row feeds.
 
-    ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``. Dense operands
-    use :func:`segment_sum_method`; sparse ones always the CSR of ``I.T``. ``out``, a dense
+    ``y`` is dense (1-D or 2-D) or sparse; the result is dense for dense ``y``. ``out``, a dense
     array of the result's shape, has the result added to it, and is returned.
+
+    Sparse operands always go through the CSR of ``I.T``; dense ones as the ``gpu_segment_sum``
+    setting says. ``"csr"`` (the default) multiplies by a cached CSR of ``I.T`` whose rows are
+    sorted: no atomics, so the result is the same bit for bit on every run. ``"scatter"`` adds
+    rows with atomic additions (``cupyx.scatter_add``); ``"bincount"`` runs one weighted
+    ``cupy.bincount`` per column. Both of those sum in an order the hardware picks; they exist
+    to be measured against ``"csr"``.
     """
     result = _scatter_add_rows(y, row_map, weights)
     if out is None:
@@ -279,7 +255,7 @@ def _scatter_add_rows(y, row_map, weights):
     if row_map.indices is None:
         return scale_rows(y, weights)
     dtype = np.result_type(y.dtype, np.float32)
-    method = _settings["segment_sum"]
+    method = get_config()["gpu_segment_sum"]
     if csp.issparse(y) or method == "csr":
         it = _transposed_indicator(row_map, dtype, weights)
         if it.nnz == 0:  # no target row has a source row: skip cuSPARSE on an empty matrix
@@ -352,14 +328,11 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
     return csp.coo_matrix((data, (rows, cols)), shape=shape).tocsr()
 
 
-GROUP_CELLS_PER_ROW = 8
-
-
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
 
-    As the CPU backend's: CSR for the identity map, else dense up to ``GROUP_CELLS_PER_ROW``
-    cells per target row, CSR beyond.
+    As the CPU backend's: CSR for the identity map, else dense up to ``group_cells_per_row``
+    (a setting) cells per target row, CSR beyond.
     """
     labels = cp.asarray(labels)
     n = labels.shape[0]
@@ -371,7 +344,7 @@ def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     if rows is not None:
         labels, data = labels[rows], data[rows]
     shape = (row_map.n_source, n_groups)
-    if shape[0] * shape[1] > GROUP_CELLS_PER_ROW * n:
+    if shape[0] * shape[1] > get_config()["group_cells_per_row"] * n:
         index = _index_dtype(max(shape))
         return csp.coo_matrix((data, (sources.astype(index), labels.astype(index))),
                               shape=shape).tocsr()
@@ -396,14 +369,13 @@ def scale_rows(y, weights):
     if weights is None:
         return y
     weights = cp.asarray(weights)
-    if csp.issparse(y):
-        y = y.tocsr()
-        dtype = np.result_type(y.dtype, weights.dtype)
-        row_of_entry = cp.searchsorted(y.indptr, cp.arange(y.nnz), side="right") - 1
-        data = y.data * weights[row_of_entry]
-        return csp.csr_matrix((data.astype(dtype, copy=False), y.indices, y.indptr),
-                              shape=y.shape)
-    return y * (weights if y.ndim == 1 else weights[:, None])
+    if not csp.issparse(y):
+        return _dense.scale_rows(y, weights)
+    y = y.tocsr()
+    dtype = np.result_type(y.dtype, weights.dtype)
+    row_of_entry = cp.searchsorted(y.indptr, cp.arange(y.nnz), side="right") - 1
+    data = y.data * weights[row_of_entry]
+    return csp.csr_matrix((data.astype(dtype, copy=False), y.indices, y.indptr), shape=y.shape)
 
 
 def dot(a, b):
@@ -414,7 +386,7 @@ def dot(a, b):
     """
     a_sparse, b_sparse = csp.issparse(a), csp.issparse(b)
     if not (a_sparse or b_sparse):
-        return a @ b
+        return _dense.dot(a, b)
     dtype = _float_dtype(a.dtype, b.dtype)
     a, b = _cast(a, dtype), _cast(b, dtype)
     if a_sparse and b_sparse:
@@ -426,24 +398,36 @@ def dot(a, b):
 
 def weighted_gram(s, weights=None):
     """``s.T @ diag(weights) @ s`` as a dense array."""
-    return dot(s.T, scale_rows(s, weights))
+    if csp.issparse(s):
+        return dot(s.T, scale_rows(s, weights))
+    return _dense.weighted_gram(s, _on_device(weights))
 
 
 def column_sums(s, weights=None):
     """Column sums of ``diag(weights) @ s``."""
+    weights = _on_device(weights)
+    if not csp.issparse(s):
+        return _dense.column_sums(s, weights)
     if weights is None:
         return cp.asarray(s.sum(axis=0)).ravel()
-    return cp.asarray(dot(cp.asarray(weights)[None, :], s)).ravel()
+    return dot(weights[None, :], s).ravel()
+
+
+def _on_device(weights):
+    """Host weights copied to the device (device ones and None as they are)."""
+    return None if weights is None else cp.asarray(weights)
 
 
 def row_sums(s):
-    return cp.asarray(s.sum(axis=1)).ravel()
+    if csp.issparse(s):
+        return cp.asarray(s.sum(axis=1)).ravel()
+    return _dense.row_sums(s)
 
 
 def row_sums_of_squares(s):
     if csp.issparse(s):
         return cp.asarray(s.multiply(s).sum(axis=1)).ravel()
-    return cp.einsum("ij,ij->i", s, s)
+    return _dense.row_sums_of_squares(s)
 
 
 def take_columns(s, columns):
@@ -452,21 +436,24 @@ def take_columns(s, columns):
 
 def scale_columns(s, factors):
     factors = cp.asarray(factors)
-    if csp.issparse(s):
-        s = s.tocsr()
-        dtype = np.result_type(s.dtype, factors.dtype)
-        data = (s.data * factors[s.indices]).astype(dtype, copy=False)
-        return csp.csr_matrix((data, s.indices, s.indptr), shape=s.shape)
-    return s * factors
+    if not csp.issparse(s):
+        return _dense.scale_columns(s, factors)
+    s = s.tocsr()
+    dtype = np.result_type(s.dtype, factors.dtype)
+    data = (s.data * factors[s.indices]).astype(dtype, copy=False)
+    return csp.csr_matrix((data, s.indices, s.indptr), shape=s.shape)
 
 
 def map_values(s, func):
-    """``func`` on every stored value (``func(0) == 0`` keeps sparse zeros exact)."""
+    """``func`` on every value of a dense ``s``, or on the stored values of a compressed sparse
+    one (``func(0) == 0`` keeps its zeros exact), as a new array or matrix of its structure.
+
+    ``func`` gets a copy of the values (CuPy arrays cannot be made read-only), so it cannot
+    change ``s``, and returns new values of the same shape.
+    """
     if csp.issparse(s):
-        out = s.copy()
-        out.data = cp.asarray(func(out.data))
-        return out
-    return cp.asarray(func(s))
+        return type(s)((func(s.data.copy()), s.indices.copy(), s.indptr.copy()), shape=s.shape)
+    return func(s.copy())
 
 
 def gather_sparse_rows(s, row_map):
@@ -489,12 +476,6 @@ def placement(columns, n_columns, dtype):
          cp.arange(c + 1, dtype=index_dtype)),
         shape=(c, n_columns),
     ))
-
-
-def add_at_columns(out, columns, values):
-    """``out[:, columns] += values`` (``columns`` has no repeats)."""
-    columns = _column_slice(columns)
-    out[:, columns if isinstance(columns, slice) else cp.asarray(columns)] += values
 
 
 def threads():

@@ -7,7 +7,32 @@ _MEMORY_MESSAGES = ("out of memory", "cudaErrorMemoryAllocation", "ALLOC_FAILED"
 
 
 class DeviceMemoryWarning(RuntimeWarning):
-    """A fit ran out of GPU memory and was run again on the CPU."""
+    """A fit ran out of GPU memory and was run again on the CPU.
+
+    The result is the CPU run's, so it is correct; the warning says that the GPU did not
+    help. Turn it into an error (``warnings.simplefilter("error", DeviceMemoryWarning)``)
+    to stop instead of running again on the CPU.
+
+    See Also
+    --------
+    call_with_cpu_fallback : What issues it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_ilargi.backend import DeviceMemoryWarning, call_with_cpu_fallback
+    >>> class OutOfMemoryError(MemoryError):
+    ...     __module__ = "cupy.cuda.memory"  # stands in for CuPy's own
+    >>> def on_gpu():
+    ...     raise OutOfMemoryError("out of memory")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", DeviceMemoryWarning)
+    ...     try:
+    ...         call_with_cpu_fallback(on_gpu, lambda: "CPU result")
+    ...     except DeviceMemoryWarning as warning:
+    ...         print(warning)
+    The fit ran out of GPU memory (OutOfMemoryError: out of memory); running it again on the CPU.
+    """
 
 
 def is_device_out_of_memory(exc):
@@ -18,10 +43,23 @@ def is_device_out_of_memory(exc):
     Parameters
     ----------
     exc : BaseException
+        The error to classify.
 
     Returns
     -------
     bool
+        True for CuPy's ``OutOfMemoryError`` and for CuPy errors whose message says that an
+        allocation failed.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi.backend import is_device_out_of_memory
+    >>> is_device_out_of_memory(MemoryError("out of memory"))  # a host error
+    False
+    >>> class OutOfMemoryError(MemoryError):
+    ...     __module__ = "cupy.cuda.memory"  # stands in for CuPy's own
+    >>> is_device_out_of_memory(OutOfMemoryError("out of memory allocating 8 bytes"))
+    True
     """
     for klass in type(exc).__mro__:
         module = klass.__module__ or ""
@@ -60,6 +98,8 @@ def call_with_cpu_fallback(on_device, on_cpu, *, what="The fit", cleanup=None):
     what : str, optional
         How the warning names the work.
     cleanup : callable, optional
+        A function of no arguments run before ``on_cpu``, to drop what ``on_device`` left
+        cached on the device.
 
     Returns
     -------
@@ -70,6 +110,23 @@ def call_with_cpu_fallback(on_device, on_cpu, *, what="The fit", cleanup=None):
     -----
     DeviceMemoryWarning
         When the CPU run replaced the GPU run.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_ilargi.backend import DeviceMemoryWarning, call_with_cpu_fallback
+    >>> class OutOfMemoryError(MemoryError):
+    ...     __module__ = "cupy.cuda.memory"  # stands in for CuPy's own
+    >>> def on_gpu():
+    ...     raise OutOfMemoryError("out of memory allocating 8 bytes")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     call_with_cpu_fallback(on_gpu, lambda: "CPU result")
+    'CPU result'
+    >>> caught[0].category is DeviceMemoryWarning
+    True
+    >>> call_with_cpu_fallback(lambda: "GPU result", lambda: "CPU result")
+    'GPU result'
     """
     try:
         return on_device()

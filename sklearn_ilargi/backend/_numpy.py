@@ -3,6 +3,9 @@
 A *row map* here is any object with ``indices`` (integer array of length n_target with ``-1``
 for "no row", or ``None`` for the identity), ``n_source``, ``n_target``, ``has_missing`` and a
 ``cached(key, factory)`` method; see :class:`sklearn_ilargi.normalized.RowMap`.
+
+The dense cases of the products and sums are written once for both backends in
+:mod:`._dense`; this module handles the sparse operands.
 """
 
 import os
@@ -11,7 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+
+from .._config import get_config
+from . import _dense
+from ._dense import add_at_columns  # noqa: F401  (a primitive with no sparse case)
 
 name = "cpu"
 xp = np
@@ -46,16 +52,8 @@ def as_csr(a, dtype):
 
 
 def all_finite(a):
-    """Whether ``a`` holds no NaN or infinity.
-
-    A finite sum proves it without the temporary mask that ``np.isfinite`` makes; only a
-    sum that is not finite (a NaN, an infinity, or an overflow) looks at each value.
-    """
-    data = a.data if sp.issparse(a) else a
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.sum(data)):
-            return True
-    return bool(np.isfinite(data).all())
+    """Whether ``a`` (dense, or the stored values of a sparse ``a``) holds no NaN or infinity."""
+    return _dense.all_finite(a.data if sp.issparse(a) else a)
 
 
 def gather_rows(z, row_map, out=None):
@@ -99,23 +97,22 @@ def _filled(out, value):
     return out
 
 
-ROWS_PER_GATHER = 1 << 15
-
-
 def add_gathered_rows(out, z, row_map):
     """``out += I @ z`` in place, a slice of target rows at a time.
 
-    Slicing keeps the gathered temporary small and reused, instead of a fresh
-    ``n_target``-row array whose first touch costs as much as the gather itself.
+    Slicing (``rows_per_gather`` rows, a setting) keeps the gathered temporary small and
+    reused, instead of a fresh ``n_target``-row array whose first touch costs as much as the
+    gather itself.
     """
     if row_map.indices is None:
         out += z
         return
     if row_map.has_missing:  # -1 then takes this last, zero row
         z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
-    positions = _positions(row_map)  # np.take of intp: 3x faster than z[int32 indices]
-    for start in range(0, len(positions), ROWS_PER_GATHER):
-        stop = start + ROWS_PER_GATHER
+    positions = _positions(row_map)  # np.take of intp skips fancy indexing's int32 conversion
+    step = get_config()["rows_per_gather"]
+    for start in range(0, len(positions), step):
+        stop = start + step
         out[start:stop] += np.take(z, positions[start:stop], axis=0)
 
 
@@ -143,12 +140,18 @@ def scatter_add_rows(y, row_map, weights=None, out=None):
     sparse ``y`` whose result has at most 4 cells per stored value (a one-hot of a few
     labels), sparse otherwise. ``out``, a dense array of the result's shape, has the result
     added to it, and is returned.
+
+    A dense ``y`` of at most ``bincount_max_columns`` columns (a setting) is scattered a
+    column at a time with ``np.bincount``: one pass over the row map per column beats the CSC
+    product at that width, and needs no ``I.T`` (``benchmarks/ops.py`` times ``T.T @ y``).
+    Column-major operands always go a column at a time: scipy would copy them to row-major
+    first.
     """
     if row_map.indices is None:
         return _added(scale_rows(y, weights), out)
     dtype = np.result_type(y.dtype, np.float32)
-    if not sp.issparse(y) and (y.ndim == 1 or y.shape[1] <= BINCOUNT_MAX_COLUMNS
-                               or not y.flags.c_contiguous):
+    narrow = y.ndim == 1 or y.shape[1] <= get_config()["bincount_max_columns"]
+    if not sp.issparse(y) and (narrow or not y.flags.c_contiguous):
         return _bincount_rows(y, row_map, weights, dtype, out)
     if sp.issparse(y) and row_map.n_source * y.shape[1] <= 4 * y.nnz:
         cells = _bincount_cells(sp.coo_matrix(y), row_map, weights).astype(dtype, copy=False)
@@ -165,12 +168,6 @@ def _added(result, out):
         return result
     out += result
     return out
-
-
-BINCOUNT_MAX_COLUMNS = 2
-"""Scatter this narrow a dense operand a column at a time with ``np.bincount`` (a 6M-row
-vector in our profiling: faster than the CSC product, and no ``I.T`` to build). Column-major
-operands always go a column at a time: scipy would copy them to row-major first."""
 
 
 def _present(row_map):
@@ -235,7 +232,7 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
     """``I_a.T @ diag(weights) @ I_b`` (n_a x n_b): CSR, or an array (one bincount) if ``dense``.
 
     The CSR matrix holds one value per target row, each pair of source rows as often as it
-    occurs: summing them would sort every row, which took 60% of building it; its products
+    occurs: summing them would sort every row, the larger part of building it; its products
     are the same.
     """
     shape = (row_map_a.n_source, row_map_b.n_source)
@@ -272,17 +269,13 @@ def _target_rows_by_source(row_map):
     return row_map.cached("target rows by source", build)
 
 
-GROUP_CELLS_PER_ROW = 8
-"""``group_counts`` is dense (one bincount) while it has at most this many cells per target
-row, and CSR beyond (many groups over a large source)."""
-
-
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
 
     The (weight of the) target rows of each group that each source row feeds: for the
     identity map, ``R`` itself as CSR; otherwise a dense array, or CSR where that would hold
-    more than ``GROUP_CELLS_PER_ROW`` cells per target row.
+    more than ``group_cells_per_row`` (a setting) cells per target row (many groups over a
+    large source).
     """
     n = len(labels)
     data = np.ones(n, dtype) if weights is None else np.asarray(weights, dtype=dtype)
@@ -291,7 +284,7 @@ def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     present, rows = _present(row_map)
     labels, data = labels[present], data[present]
     shape = (row_map.n_source, n_groups)
-    if shape[0] * shape[1] > GROUP_CELLS_PER_ROW * n:
+    if shape[0] * shape[1] > get_config()["group_cells_per_row"] * n:
         return sp.coo_matrix((data, (rows, labels)), shape=shape).tocsr()
     cells = rows * n_groups
     cells += labels
@@ -306,11 +299,9 @@ def _explicit(row_map):
 
 
 def scale_rows(y, weights):
-    if weights is None:
-        return y
-    if sp.issparse(y):
-        return sp.diags_array(weights) @ y
-    return y * (weights if y.ndim == 1 else weights[:, None])
+    if weights is None or not sp.issparse(y):
+        return _dense.scale_rows(y, weights)
+    return sp.diags_array(weights) @ y
 
 
 def dot(a, b):
@@ -319,35 +310,37 @@ def dot(a, b):
         return (a @ b).toarray()
     if sp.issparse(b):
         return np.asarray((b.T @ a.T).T)
-    return np.asarray(a @ b)
+    if sp.issparse(a):
+        return np.asarray(a @ b)
+    return _dense.dot(a, b)
 
 
 def weighted_gram(s, weights=None):
     """``s.T @ diag(weights) @ s`` as a dense array."""
-    if weights is not None and not sp.issparse(s) and (weights >= 0).all():
-        # One operand twice lets BLAS use its symmetric rank-k update: half the work.
-        s = scale_rows(s, np.sqrt(weights))
-        weights = None
-    if weights is None and not sp.issparse(s):
-        return s.T @ s
-    return dot(s.T, scale_rows(s, weights))
+    if sp.issparse(s):
+        return dot(s.T, scale_rows(s, weights))
+    return _dense.weighted_gram(s, weights)
 
 
 def column_sums(s, weights=None):
     """Column sums of ``diag(weights) @ s``."""
+    if not sp.issparse(s):
+        return _dense.column_sums(s, weights)
     if weights is None:
         return np.asarray(s.sum(axis=0)).ravel()
-    return np.asarray(dot(weights[None, :], s)).ravel()
+    return dot(weights[None, :], s).ravel()
 
 
 def row_sums(s):
-    return np.asarray(s.sum(axis=1)).ravel()
+    if sp.issparse(s):
+        return np.asarray(s.sum(axis=1)).ravel()
+    return _dense.row_sums(s)
 
 
 def row_sums_of_squares(s):
     if sp.issparse(s):
         return np.asarray(s.multiply(s).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", s, s)
+    return _dense.row_sums_of_squares(s)
 
 
 def take_columns(s, columns):
@@ -357,16 +350,26 @@ def take_columns(s, columns):
 def scale_columns(s, factors):
     if sp.issparse(s):
         return (s @ sp.diags_array(factors)).tocsr()
-    return s * factors
+    return _dense.scale_columns(s, factors)
 
 
 def map_values(s, func):
-    """``func`` on every stored value (``func(0) == 0`` keeps sparse zeros exact)."""
+    """``func`` on every value of a dense ``s``, or on the stored values of a compressed sparse
+    one (``func(0) == 0`` keeps its zeros exact), as a new array or matrix of its structure.
+
+    ``func`` gets a read-only view of the values, so it cannot change ``s`` (writing raises
+    numpy's "read-only" ``ValueError``), and returns new values of the same shape; values it
+    returns that share memory with ``s`` (``lambda v: v``) are copied.
+    """
+    values = s.data if sp.issparse(s) else s
+    view = values.view()
+    view.flags.writeable = False
+    mapped = func(view)
+    if np.may_share_memory(mapped, values):
+        mapped = np.array(mapped)
     if sp.issparse(s):
-        out = s.copy()
-        out.data = np.asarray(func(out.data))
-        return out
-    return np.asarray(func(s))
+        return type(s)((mapped, s.indices.copy(), s.indptr.copy()), shape=s.shape)
+    return mapped
 
 
 def gather_sparse_rows(s, row_map):
@@ -385,21 +388,6 @@ def placement(columns, n_columns, dtype):
     )
 
 
-def add_at_columns(out, columns, values):
-    """``out[:, columns] += values`` (``columns`` has no repeats)."""
-    out[:, _column_slice(columns)] += values
-
-
-def _column_slice(columns):
-    """Host ``columns`` as a slice where they run consecutively: a view in place of the
-    copy and write-back of a fancy index (8x faster on a 72,000-row join here)."""
-    columns = np.asarray(columns)
-    if columns.size and columns[-1] - columns[0] == columns.size - 1 and (
-            np.diff(columns) == 1).all():
-        return slice(int(columns[0]), int(columns[-1]) + 1)
-    return columns
-
-
 def threads():
     """How many threads :func:`map_in_threads` runs at most: one per usable core."""
     try:
@@ -414,10 +402,12 @@ def map_in_threads(func, items):
     numpy's gathers, scipy's sparse products and BLAS release the GIL, so independent slices of
     rows run side by side; BLAS is kept to one thread meanwhile, not to oversubscribe the cores.
     """
+    from ..utils._threads import one_blas_thread  # here: utils imports this package
+
     items = list(items)
     if len(items) <= 1:
         return [func(item) for item in items]
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(len(items)) as pool:
+    with one_blas_thread(), ThreadPoolExecutor(len(items)) as pool:
         return list(pool.map(func, items))
 
 

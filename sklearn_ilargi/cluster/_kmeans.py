@@ -15,10 +15,10 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..utils._sklearn_compat import _check_sample_weight
 
-from ..base import FactorizedMixin, falls_back_to_cpu, to_host
-from ..cost import OperationProfile
-from ..utils import (group_sums, is_normalized, matmul, rmatmul, row_norms_squared,
-                     validate_input)
+from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
+from ..cost import OperationProfile, expected_iterations
+from ..utils import TrainingMatrix, is_normalized, validate_input
+from ..utils._progress import IterationProgress
 
 
 class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -41,6 +41,7 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     Parameters
     ----------
     n_clusters : int, default=8
+        Number of clusters (and of centers).
     init : {"k-means++", "random"}, callable or array-like of shape (n_clusters, n_features), \
 default="k-means++"
         A callable is called as ``init(X, n_clusters, random_state)`` (``X`` may be a
@@ -49,30 +50,46 @@ default="k-means++"
         Runs from different seeds; the one with the lowest inertia is kept. "auto": 1 for
         "k-means++" or given centers, 10 for "random" or a callable.
     max_iter : int, default=300
+        Most Lloyd iterations of one run.
     tol : float, default=1e-4
         Stop once the centers move by less than ``tol`` times the mean feature variance
         (sum of squared moves), or once no label changes.
     verbose : int, default=0
+        Report every iteration, with its inertia and an estimate of the time left (through
+        tqdm where it is installed). 0 defers to the ``verbose`` setting.
     random_state : int, RandomState instance or None, default=None
+        Seeds the initialization; an int makes fits reproducible.
     copy_x : bool, default=True
         Kept for compatibility: plain input is never modified in place.
     algorithm : {"lloyd", "elkan"}, default="lloyd"
         "elkan" gives the same result and runs Lloyd's iterations too.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
+        Whether to train on the sources or on the joined matrix; "auto" lets the
+        dispatcher choose.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centers of the best run.
     labels_ : ndarray of shape (n_samples,)
+        Index of each training sample's center.
     inertia_ : float
         Sum of (weighted) squared distances of the samples to their closest center.
     n_iter_ : int
+        Iterations of the best run.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
+        DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -122,13 +139,14 @@ default="k-means++"
         self.backend = backend
 
     # ------------------------------------------------------------------ fit
-    @falls_back_to_cpu
     def fit(self, X, y=None, sample_weight=None):
         """Compute the k-means clustering.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; a NormalizedMatrix is clustered without joining it (unless the
+            dispatcher chooses to).
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -137,13 +155,18 @@ default="k-means++"
         Returns
         -------
         self : FactorizedKMeans
+            The fitted estimator.
         """
+        return self._fit(X, sample_weight)
+
+    @falls_back_to_cpu
+    def _fit(self, X, sample_weight, *, backend):
         self._validate_params()
         X = validate_input(self, X, accept_sparse="csr", order="C",
                            accept_large_sparse=False)
         n_samples = X.shape[0]
         sample_weight = _check_sample_weight(sample_weight, np.empty((n_samples, 0)),
-                                             dtype=np.float64)
+                                             dtype=np.float64, ensure_non_negative=True)
         if n_samples < self.n_clusters:
             raise ValueError(
                 f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}."
@@ -153,19 +176,24 @@ default="k-means++"
         if _is_array(init):
             init = check_array(init, dtype=[np.float64, np.float32], copy=True)
             _check_centers(init, self.n_clusters, X.shape[1])
-        profile = OperationProfile(matmul=n_init * self.max_iter,
-                                   rmatmul=n_init * self.max_iter,
-                                   width=self.n_clusters, iterations=self.max_iter,
-                                   name=type(self).__name__)
-        space = _Space(self._dispatch(X, profile), sample_weight)
+        iterations = expected_iterations(self.max_iter, self.tol)
+        profile = OperationProfile(matmul=n_init * iterations, rmatmul=n_init * iterations,
+                                   width=self.n_clusters, iterations=iterations,
+                                   max_iter=self.max_iter, name=type(self).__name__)
+        matrix, offset = _solver_matrix(self._dispatch(X, profile, backend=backend),
+                                        sample_weight)
         random_state = check_random_state(self.random_state)
-        tol = self.tol * space.mean_variance() if self.tol > 0 else 0.0
+        tol = self.tol * _mean_variance(matrix, sample_weight) if self.tol > 0 else 0.0
 
         best = None
-        for _ in range(n_init):
-            centers = self._initial_centers(space, X, init, random_state)
-            labels, inertia, centers, n_iter = _lloyd(space, centers, self.max_iter, tol,
-                                                      self.verbose)
+        for run in range(n_init):
+            centers = self._initial_centers(matrix, sample_weight, offset, X, init,
+                                            random_state)
+            description = type(self).__name__ + (f" run {run + 1}/{n_init}" if n_init > 1
+                                                 else "")
+            with IterationProgress(self.verbose, self.max_iter, description) as progress:
+                labels, inertia, centers, n_iter = _lloyd(matrix, sample_weight, centers,
+                                                          self.max_iter, tol, progress)
             if best is None or (inertia < best[1] and not _same_clustering(
                     labels, best[0], self.n_clusters)):
                 best = (labels, inertia, centers, n_iter)
@@ -178,7 +206,7 @@ default="k-means++"
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self.cluster_centers_ = (centers + space.offset).astype(space.dtype)
+        self.cluster_centers_ = (centers + offset).astype(matrix.dtype)
         self._n_features_out = self.cluster_centers_.shape[0]
         self.labels_ = labels
         self.inertia_ = float(inertia)
@@ -200,22 +228,23 @@ default="k-means++"
             return 1
         return 10
 
-    def _initial_centers(self, space, X, init, random_state):
-        """Initial centers in the (centered) space of the solver."""
+    def _initial_centers(self, matrix, sample_weight, offset, X, init, random_state):
+        """Initial centers in the space of the solver (``X - offset``, see
+        :func:`_solver_matrix`)."""
         if _is_array(init):
-            return init.astype(np.float64) - space.offset
+            return init.astype(np.float64) - offset
         if callable(init):
             centers = check_array(init(X, self.n_clusters, random_state=random_state),
                                   dtype=[np.float64, np.float32], copy=True)
             _check_centers(centers, self.n_clusters, X.shape[1])
-            return centers.astype(np.float64) - space.offset
+            return centers.astype(np.float64) - offset
         if init == "random":
-            order = space.canonical_order(random_state)
-            weights = space.sample_weight[order]
+            order = _canonical_order(matrix, random_state)
+            weights = sample_weight[order]
             chosen = random_state.choice(len(order), size=self.n_clusters, replace=False,
                                          p=weights / weights.sum())
-            return space.rows(order[chosen])
-        return _kmeans_plusplus(space, self.n_clusters, random_state)
+            return _rows(matrix, order[chosen])
+        return _kmeans_plusplus(matrix, sample_weight, self.n_clusters, random_state)
 
     # ------------------------------------------------------------------ predict & co
     def _check_test_data(self, X):
@@ -223,20 +252,23 @@ default="k-means++"
         return validate_input(self, X, accept_sparse="csr", reset=False, order="C",
                               accept_large_sparse=False)
 
+    @reads_fitted_model
     def predict(self, X):
         """Index of the closest cluster center of each sample.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            Index of each sample's closest center.
         """
         X = self._check_test_data(X)
         centers = self.cluster_centers_.astype(np.float64)
-        return _assign(_partial_distances(_products(X, centers), centers))
+        return _assign(_partial_distances(_dot_centers(TrainingMatrix(X), centers), centers))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the label of each training sample.
@@ -244,26 +276,32 @@ default="k-means++"
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample in the centroids and the inertia.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            Index of each training sample's center (``labels_``).
         """
         return self.fit(X, sample_weight=sample_weight).labels_
 
+    @reads_fitted_model
     def transform(self, X):
         """Euclidean distance of each sample to each cluster center.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples, n_clusters)
+            Distance of each sample to each center.
         """
         X = self._check_test_data(X)
         return np.sqrt(self._squared_distances(X)).astype(X.dtype, copy=False)
@@ -274,33 +312,40 @@ default="k-means++"
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample in the centroids and the inertia.
 
         Returns
         -------
         ndarray of shape (n_samples, n_clusters)
+            Distance of each training sample to each center.
         """
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
+    @reads_fitted_model
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the (weighted) inertia of ``X`` with respect to the centers.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples to score.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample's squared distance; None weighs every sample 1.
 
         Returns
         -------
         float
+            Minus the sum of the (weighted) squared distances to the closest centers.
         """
         X = self._check_test_data(X)
         sample_weight = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
-                                             dtype=np.float64)
+                                             dtype=np.float64, ensure_non_negative=True)
         distances = self._squared_distances(X)
         closest = distances.min(axis=1)
         return -float(sample_weight @ closest)
@@ -309,9 +354,10 @@ default="k-means++"
         centers = self.cluster_centers_.astype(np.float64)
         if not is_normalized(X):
             return _exact_squared_distances(X, centers)
-        cross = _products(X, centers)
-        norms = np.asarray(to_host(row_norms_squared(X)), dtype=np.float64)
-        out = norms[:, None] - 2.0 * cross + (centers**2).sum(axis=1)[None, :]
+        matrix = TrainingMatrix(X)
+        cross = _dot_centers(matrix, centers)
+        out = (matrix.row_norms_squared()[:, None] - 2.0 * cross
+               + (centers**2).sum(axis=1)[None, :])
         return np.maximum(out, 0.0)
 
     def __sklearn_tags__(self):
@@ -321,83 +367,63 @@ default="k-means++"
 
 
 # ---------------------------------------------------------------------- the solver
-class _Space:
-    """The data as the solver sees it, ``X - offset``, with its weights and row norms.
+def _solver_matrix(X, sample_weight):
+    """The data as the solver sees it, ``X - offset``, and the offset.
 
     Dense plain data is centered on its weighted mean (a copy), as scikit-learn does, which
     keeps ``||x||^2 - 2 x.c + ||c||^2`` accurate. A NormalizedMatrix is not: an offset there
     would be a rank-one correction added to every product, which costs an ``n x k`` pass per
     iteration and gains no precision; sparse plain data is not either (it would turn dense).
+
+    Returns
+    -------
+    matrix : TrainingMatrix
+    offset : ndarray of shape (n_features,)
+        Zeros where ``X`` is not centered.
     """
-
-    def __init__(self, X, sample_weight):
-        self.X = X
-        self.dtype = X.dtype
-        self.sample_weight = sample_weight
-        self.n_samples, self.n_features = X.shape
-        self._device = X.backend if is_normalized(X) else None
-        self.offset = np.zeros(self.n_features)
-        self.data = X
-        if isinstance(X, np.ndarray):
-            total = sample_weight.sum()
-            weights = sample_weight if total > 0 else np.ones(self.n_samples)
-            self.offset = (weights @ X) / weights.sum()
-            self.data = X - self.offset.astype(X.dtype)
-        self.norms = np.asarray(to_host(row_norms_squared(self.data)), dtype=np.float64)
-
-    def _on_device(self, a):
-        return a if self._device is None else self._device.from_numpy(a)
-
-    def dot_centers(self, centers):
-        """``(X - offset) @ centers.T`` as an (n_samples, k) float64 array."""
-        return _products(self.data, centers)
-
-    def cluster_sums(self, labels, n_clusters):
-        """Weighted sum of the rows of ``X - offset`` in each cluster, (n_features, k) float64."""
-        out = group_sums(self.data, self._on_device(labels),
-                         n_clusters, self._on_device(self.sample_weight.astype(self.dtype)))
-        return np.asarray(to_host(out), dtype=np.float64)
-
-    def rows(self, indices):
-        """The rows ``indices`` of ``X - offset`` as a dense float64 array (a few rows)."""
-        picked = self.data[np.asarray(indices)]
-        if is_normalized(picked):
-            picked = to_host(picked.materialize())
-        elif sp.issparse(picked):
-            picked = picked.toarray()
-        return np.asarray(picked, dtype=np.float64).reshape(len(indices), self.n_features)
-
-    def mean_variance(self):
-        """Mean over features of the weighted variance (the scale of ``tol``)."""
-        total = self.sample_weight.sum()
-        if total <= 0:
-            return 0.0
-        spread = float(self.sample_weight @ self.norms) / total
-        if not isinstance(self.data, np.ndarray):
-            weights = self._on_device(self.sample_weight.astype(self.dtype))
-            mean = np.asarray(to_host(rmatmul(self.data, weights)), dtype=np.float64) / total
-            spread -= float(mean @ mean)
-        return max(spread, 0.0) / self.n_features
-
-    def canonical_order(self, random_state):
-        """An order of the samples that depends on their values only.
-
-        Samples are sorted by a random projection, so equal rows end up next to each other
-        wherever they were: sampling along this order picks the same row for a weight of 3
-        as for three copies of it.
-        """
-        direction = random_state.standard_normal(self.n_features)
-        key = self.dot_centers(direction[None, :])[:, 0]
-        return np.argsort(key, kind="stable")
+    offset = np.zeros(X.shape[1])
+    if isinstance(X, np.ndarray):
+        total = sample_weight.sum()
+        weights = sample_weight if total > 0 else np.ones(X.shape[0])
+        offset = (weights @ X) / weights.sum()
+        X = X - offset.astype(X.dtype)
+    return TrainingMatrix(X), offset
 
 
-def _products(X, centers):
-    """``X @ centers.T`` as float64 on the host, for any kind of ``X``."""
-    centers = np.asarray(centers, dtype=X.dtype)
-    if is_normalized(X):
-        centers = X.backend.from_numpy(centers)
-    return np.asarray(to_host(matmul(X, centers.T)), dtype=np.float64).reshape(
-        X.shape[0], -1)
+def _dot_centers(matrix, centers):
+    """``X @ centers.T`` as an (n_samples, k) float64 array, computed in ``X``'s precision."""
+    centers = np.asarray(centers, dtype=matrix.dtype)
+    return np.asarray(matrix.matmul(centers.T), dtype=np.float64).reshape(matrix.shape[0], -1)
+
+
+def _rows(matrix, indices):
+    """The rows ``indices`` of the data as a dense float64 array (a few rows)."""
+    return np.asarray(matrix.rows(indices), dtype=np.float64)
+
+
+def _mean_variance(matrix, sample_weight):
+    """Mean over features of the weighted variance (the scale of ``tol``)."""
+    total = sample_weight.sum()
+    if total <= 0:
+        return 0.0
+    spread = float(sample_weight @ matrix.row_norms_squared()) / total
+    if not isinstance(matrix.X, np.ndarray):  # not centered by _solver_matrix
+        weights = sample_weight.astype(matrix.dtype)
+        mean = np.asarray(matrix.rmatmul(weights), dtype=np.float64) / total
+        spread -= float(mean @ mean)
+    return max(spread, 0.0) / matrix.shape[1]
+
+
+def _canonical_order(matrix, random_state):
+    """An order of the samples that depends on their values only.
+
+    Samples are sorted by a random projection, so equal rows end up next to each other
+    wherever they were: sampling along this order picks the same row for a weight of 3
+    as for three copies of it.
+    """
+    direction = random_state.standard_normal(matrix.shape[1])
+    key = _dot_centers(matrix, direction[None, :])[:, 0]
+    return np.argsort(key, kind="stable")
 
 
 def _exact_squared_distances(X, centers, chunk=2048):
@@ -427,53 +453,54 @@ def _assign(partial):
     return np.argmin(partial, axis=1).astype(np.int32)
 
 
-def _own_distances(space, partial, labels):
+def _own_distances(matrix, partial, labels):
     """Squared distance of each sample to the center of its label."""
-    return space.norms + partial[np.arange(space.n_samples), labels]
+    return matrix.row_norms_squared() + partial[np.arange(matrix.shape[0]), labels]
 
 
-def _lloyd(space, centers, max_iter, tol, verbose):
-    """Lloyd's iterations from ``centers``; scikit-learn's stopping rules."""
+def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
+    """Lloyd's iterations from ``centers``; scikit-learn's stopping rules.
+
+    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
+    every iteration, with its inertia, and of why the iterations stopped.
+    """
     n_clusters = centers.shape[0]
-    weights = space.sample_weight
-    labels_old = np.full(space.n_samples, -1, dtype=np.int32)
+    weights = sample_weight
+    labels_old = np.full(matrix.shape[0], -1, dtype=np.int32)
     strict = False
     for iteration in range(max_iter):
-        partial = _partial_distances(space.dot_centers(centers), centers)
+        partial = _partial_distances(_dot_centers(matrix, centers), centers)
         labels = _assign(partial)
-        new_centers = _update_centers(space, labels, partial, centers, weights, n_clusters)
-        if verbose:
-            print(f"Iteration {iteration}, inertia "
-                  f"{_inertia(space, partial, labels):.6g}.")
+        new_centers = _update_centers(matrix, labels, partial, centers, weights, n_clusters)
+        if progress.enabled:
+            progress(inertia=_inertia(matrix, weights, partial, labels))
         shift = ((new_centers - centers) ** 2).sum()
         centers = new_centers
         if np.array_equal(labels, labels_old):
             strict = True
-            if verbose:
-                print(f"Converged at iteration {iteration}: strict convergence.")
+            progress.note(f"Converged at iteration {iteration}: strict convergence.")
             break
         if shift <= tol:
-            if verbose:
-                print(f"Converged at iteration {iteration}: center shift {shift} within "
-                      f"tolerance {tol}.")
+            progress.note(f"Converged at iteration {iteration}: center shift {shift} within "
+                          f"tolerance {tol}.")
             break
         labels_old = labels
-    partial = _partial_distances(space.dot_centers(centers), centers)
+    partial = _partial_distances(_dot_centers(matrix, centers), centers)
     if not strict:
         labels = _assign(partial)
-    return labels, _inertia(space, partial, labels), centers, iteration + 1
+    return labels, _inertia(matrix, weights, partial, labels), centers, iteration + 1
 
 
-def _update_centers(space, labels, partial, centers, weights, n_clusters):
+def _update_centers(matrix, labels, partial, centers, weights, n_clusters):
     """Weighted means of the clusters through ``X.T @ R``; empty clusters are relocated."""
-    sums = space.cluster_sums(labels, n_clusters).T
+    sums = matrix.group_sums(labels, n_clusters, weights.astype(matrix.dtype)).T
     in_cluster = np.bincount(labels, weights=weights, minlength=n_clusters).astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
     if empty.size:
         # Like scikit-learn: the samples farthest from their centers found the empty clusters.
-        distances = _own_distances(space, partial, labels)
+        distances = _own_distances(matrix, partial, labels)
         far = np.argsort(-distances, kind="stable")[: empty.size]
-        points = space.rows(far)
+        points = _rows(matrix, far)
         for cluster, sample, point in zip(empty, far, points):
             weight = weights[sample]
             sums[labels[sample]] -= weight * point
@@ -486,22 +513,22 @@ def _update_centers(space, labels, partial, centers, weights, n_clusters):
     return out
 
 
-def _inertia(space, partial, labels):
-    distances = _own_distances(space, partial, labels)
-    return float(space.sample_weight @ np.maximum(distances, 0.0))
+def _inertia(matrix, sample_weight, partial, labels):
+    distances = _own_distances(matrix, partial, labels)
+    return float(sample_weight @ np.maximum(distances, 0.0))
 
 
-def _kmeans_plusplus(space, n_clusters, random_state):
+def _kmeans_plusplus(matrix, sample_weight, n_clusters, random_state):
     """Greedy k-means++ seeding (D^2 sampling with a few trials per center).
 
-    Candidates are drawn by inverse transform sampling along :meth:`_Space.canonical_order`,
+    Candidates are drawn by inverse transform sampling along :func:`_canonical_order`,
     so the draw depends on the samples' values and weights, not on their order or on how a
     weight is spelled (a weight of 2 or two copies).
     """
-    order = space.canonical_order(random_state)
-    weights = space.sample_weight[order]
+    order = _canonical_order(matrix, random_state)
+    weights = sample_weight[order]
     n_trials = 2 + int(np.log(n_clusters))
-    centers = np.empty((n_clusters, space.n_features))
+    centers = np.empty((n_clusters, matrix.shape[1]))
 
     def draw(potential, size):
         cumulative = np.cumsum(potential)
@@ -509,12 +536,13 @@ def _kmeans_plusplus(space, n_clusters, random_state):
         return order[np.minimum(picks, len(order) - 1)]
 
     def squared_distances(points):
-        cross = space.dot_centers(points)
-        values = space.norms[:, None] - 2.0 * cross + (points**2).sum(axis=1)[None, :]
+        cross = _dot_centers(matrix, points)
+        values = (matrix.row_norms_squared()[:, None] - 2.0 * cross
+                  + (points**2).sum(axis=1)[None, :])
         return np.maximum(values, 0.0)[order]
 
     first = draw(weights, 1)
-    centers[0] = space.rows(first)[0]
+    centers[0] = _rows(matrix, first)[0]
     closest = squared_distances(centers[:1])[:, 0]
     potential = float(weights @ closest)
     for c in range(1, n_clusters):
@@ -522,7 +550,7 @@ def _kmeans_plusplus(space, n_clusters, random_state):
             candidates = draw(weights, n_trials)
         else:
             candidates = draw(weights * closest, n_trials)
-        points = space.rows(candidates)
+        points = _rows(matrix, candidates)
         trial = np.minimum(closest[:, None], squared_distances(points))
         potentials = weights @ trial
         best = int(np.argmin(potentials))

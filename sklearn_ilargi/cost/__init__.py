@@ -4,6 +4,7 @@ from ._dispatch import (
     Decision,
     OperationProfile,
     decide,
+    expected_iterations,
     prepare,
     record_decisions,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "Decision",
     "OperationProfile",
     "decide",
+    "expected_iterations",
     "load_cost_model",
     "prepare",
     "record_decisions",

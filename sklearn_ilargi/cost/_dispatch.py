@@ -29,24 +29,44 @@ _recorder = threading.local()
 class OperationProfile:
     """What one fit asks of its matrix, declared by each estimator.
 
-    Attributes
+    The cost model prices every candidate path from these counts and the data's shape.
+
+    Parameters
     ----------
-    matmul, rmatmul, gram : int
+    matmul, rmatmul, gram : int, default=0
         How many times ``X @ W``, ``X.T @ R`` and the gram run in the fit (estimates).
-    width : int
+    width : int, default=1
         Columns of ``W`` and ``R`` (classes, clusters, components; 1 for a vector).
-    iterations : int
-        Solver iterations the counts above assume (informative; the counts are totals).
-    classes : int
+    iterations : int, default=1
+        Solver iterations the counts above assume (informative; the counts are totals). An
+        iterative fit that can stop early assumes :func:`expected_iterations`.
+    max_iter : int, default=0
+        The most iterations the solver may run (0 where it is not iterative); informative,
+        for :meth:`Decision.explain`.
+    classes : int, default=0
         Classes of a classifier (0 otherwise).
-    dense_join : bool
+    dense_join : bool, default=False
         Whether the materialized path needs the join dense (it centers it), so that it is
         built dense even from sparse sources.
-    sklearn_fit : bool
+    sklearn_fit : bool, default=False
         Whether the materialized path hands the join to scikit-learn's own fit (which
         validates it once more and has fixed costs of its own).
-    name : str
+    name : str, default=""
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
+
+    See Also
+    --------
+    decide : Choose a fit's path from its profile.
+
+    Examples
+    --------
+    A gradient-descent fit of 100 iterations, one product each way per iteration:
+
+    >>> from sklearn_ilargi.cost import OperationProfile
+    >>> profile = OperationProfile(matmul=100, rmatmul=100, iterations=100, max_iter=100,
+    ...                            name="MyEstimator")
+    >>> profile.matmul + profile.rmatmul
+    200
     """
 
     matmul: int = 0
@@ -54,6 +74,7 @@ class OperationProfile:
     gram: int = 0
     width: int = 1
     iterations: int = 1
+    max_iter: int = 0
     classes: int = 0
     dense_join: bool = False
     sklearn_fit: bool = False
@@ -64,27 +85,86 @@ class OperationProfile:
 DEFAULT_PROFILE = OperationProfile(matmul=1, rmatmul=1)
 
 
+def expected_iterations(max_iter, tol):
+    """The iterations a fit's profile assumes for a solver that runs at most ``max_iter``.
+
+    All of them where ``tol == 0`` (no tolerance stops the solver early), else at most the
+    ``expected_iterations`` setting: pricing every fit at its ``max_iter`` would predict the
+    time of the worst case, many times what a converging fit takes.
+
+    Parameters
+    ----------
+    max_iter : int
+        The most iterations the solver may run.
+    tol : float
+        The solver's tolerance; 0 or less runs every iteration.
+
+    Returns
+    -------
+    int
+        The iterations to price the fit at.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi import config_context
+    >>> from sklearn_ilargi.cost import expected_iterations
+    >>> expected_iterations(max_iter=300, tol=0.0)
+    300
+    >>> with config_context(expected_iterations=50):
+    ...     expected_iterations(max_iter=300, tol=1e-4)
+    50
+    """
+    if not tol > 0:
+        return int(max_iter)
+    return int(min(max_iter, get_config()["expected_iterations"]))
+
+
 @dataclass
 class Decision:
     """What a fit will run, and why.
 
-    Attributes
+    Made by :func:`decide`; a fitted estimator keeps its own as ``decision_``.
+
+    Parameters
     ----------
     strategy : {"factorized", "materialized"}
+        Whether the fit runs on the sources or on the joined matrix.
     backend : {"cpu", "gpu"}
+        Where it runs.
     reason : str
-    scores : dict
+        Why, in a sentence.
+    scores : dict, default={}
         Per candidate ``(backend, strategy)``, the predicted seconds of the fit; empty when
         the strategy and backend leave a single candidate (no model is consulted then).
-    infeasible : dict
+    infeasible : dict, default={}
         Per candidate that cannot run, why (memory).
-    model : str
+    model : str, default=""
         What predicted the scores: the CatBoost model file, or the heuristic and why; empty
         when nothing was predicted.
-    features : dict
+    features : dict, default={}
         The fit's features the prediction was made on.
-    overhead_seconds : float
+    overhead_seconds : float, default=0.0
         Time spent deciding (features and prediction).
+    profile : OperationProfile or None, default=None
+        The operations the prediction assumed.
+
+    See Also
+    --------
+    decide : Make one.
+    record_decisions : Collect the decisions of the fits in a block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedRidge, NormalizedMatrix
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.arange(4.0)[:, None], np.eye(2)], [np.arange(4), [0, 1, 0, 1]])
+    >>> model = FactorizedRidge(strategy="factorized", backend="cpu").fit(X, np.arange(4.0))
+    >>> model.decision_.strategy, model.decision_.backend
+    ('factorized', 'cpu')
+    >>> print(model.decision_.explain())  # doctest: +ELLIPSIS
+    cpu/factorized: forced by the strategy and backend parameters or set_config
+      data: 4 x 3 in 2 blocks, ...
     """
 
     strategy: str
@@ -95,6 +175,7 @@ class Decision:
     model: str = ""
     features: dict = field(default_factory=dict, repr=False)
     overhead_seconds: float = 0.0
+    profile: OperationProfile = field(default=None, repr=False)
 
     def explain(self):
         """A few lines: the winner and why, then every candidate with its predicted time.
@@ -102,6 +183,22 @@ class Decision:
         Returns
         -------
         str
+            The chosen ``backend/strategy`` and the reason; what predicted the times; the
+            data's shape and redundancy; one line per candidate (``*`` marks the chosen
+            one), with why it cannot run where it cannot.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> from sklearn_ilargi.cost import decide
+        >>> X = NormalizedMatrix.from_matrices(
+        ...     [np.ones((4, 1)), np.ones((2, 3))], [np.arange(4), [0, 1, 0, 1]])
+        >>> print(decide(X, backend="cpu").explain())  # doctest: +ELLIPSIS
+        cpu/...: predicted ... s, the fastest feasible candidate...
+          predicted by: ...
+          data: 4 x 4 in 2 blocks, tuple ratio 2, ...
+         *cpu ...
         """
         lines = [f"{self.backend}/{self.strategy}: {self.reason}"]
         if self.model:
@@ -114,6 +211,11 @@ class Decision:
                 f"{f['feature_ratio']:.3g}, FLOP ratio {f['flop_ratio']:.3g}, byte ratio "
                 f"{f['byte_ratio']:.3g}"
             )
+        profile = self.profile
+        if self.scores and profile is not None and profile.max_iter:
+            lines.append(f"  assumes {profile.iterations} solver iterations "
+                         f"(max_iter={profile.max_iter}); a fit that runs more or fewer "
+                         "takes longer or shorter")
         for candidate, seconds in sorted(self.scores.items(), key=lambda kv: kv[1]):
             backend, strategy = candidate
             why = self.infeasible.get(candidate)
@@ -130,6 +232,20 @@ def record_decisions():
     Yields
     ------
     list of Decision
+        Filled with each fit's decision as it is made, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import FactorizedLinearRegression, NormalizedMatrix
+    >>> from sklearn_ilargi.cost import record_decisions
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.arange(4.0)[:, None], np.eye(2)], [np.arange(4), [0, 1, 0, 1]])
+    >>> with record_decisions() as decisions:
+    ...     for strategy in ("factorized", "materialized"):
+    ...         _ = FactorizedLinearRegression(strategy=strategy).fit(X, np.arange(4.0))
+    >>> [d.strategy for d in decisions]
+    ['factorized', 'materialized']
     """
     previous = getattr(_recorder, "decisions", None)
     _recorder.decisions = []
@@ -152,18 +268,38 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     Parameters
     ----------
     X : NormalizedMatrix, ndarray or sparse matrix
+        The fit's input; a plain matrix is always fitted as it is (materialized).
     profile : OperationProfile, optional
         What the fit computes; one product each way when not given.
-    strategy : {"auto", "factorized", "materialized"}
+    strategy : {"auto", "factorized", "materialized"}, default="auto"
         The estimator's parameter; "auto" defers to ``set_config(strategy=...)``, then to the
         cost model.
-    backend : {"auto", "cpu", "gpu"}
+    backend : {"auto", "cpu", "gpu"}, default="auto"
         Likewise; "gpu" fails clearly where no GPU is usable, "auto" considers the GPU only
         where one is usable and the cost model was trained with GPU timings.
 
     Returns
     -------
     Decision
+        The chosen strategy and backend, the predicted time of every candidate and why.
+
+    See Also
+    --------
+    prepare : Bring the input into the form the decision chose.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import NormalizedMatrix
+    >>> from sklearn_ilargi.cost import OperationProfile, decide
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.ones((4, 1)), np.ones((2, 3))], [np.arange(4), [0, 1, 0, 1]])
+    >>> profile = OperationProfile(matmul=10, rmatmul=10)
+    >>> decision = decide(X, profile, backend="cpu")
+    >>> decision.strategy in ("factorized", "materialized"), len(decision.scores)
+    (True, 2)
+    >>> decide(X, profile, strategy="materialized", backend="cpu").reason
+    'forced by the strategy and backend parameters or set_config'
     """
     if strategy not in _STRATEGIES:
         raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}.")
@@ -207,6 +343,7 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     decision = Decision(
         chosen.strategy, chosen.backend, reason, scores, infeasible,
         "" if model is None else model.source, shared, time.perf_counter() - start,
+        profile,
     )
     return _record(decision)
 
@@ -248,6 +385,31 @@ def prepare(X, decision):
     cached on it (``NormalizedMatrix.to``), so repeated fits transfer once, and the
     materialized GPU path joins on the device. A plain matrix is copied to the device, or
     back to the host for the CPU.
+
+    Parameters
+    ----------
+    X : NormalizedMatrix, ndarray or sparse matrix
+        The fit's input, as given to :func:`decide`.
+    decision : Decision
+        What :func:`decide` chose for ``X``.
+
+    Returns
+    -------
+    NormalizedMatrix, ndarray or sparse matrix
+        A NormalizedMatrix for the factorized path, the joined matrix for the materialized
+        one, on the decided device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import NormalizedMatrix
+    >>> from sklearn_ilargi.cost import decide, prepare
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.ones((4, 1)), np.ones((2, 3))], [np.arange(4), [0, 1, 0, 1]])
+    >>> prepare(X, decide(X, strategy="materialized", backend="cpu")).shape
+    (4, 4)
+    >>> prepare(X, decide(X, strategy="factorized", backend="cpu")) is X
+    True
     """
     if isinstance(X, NormalizedMatrix):
         X = X.to(decision.backend)

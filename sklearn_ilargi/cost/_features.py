@@ -1,16 +1,14 @@
 """The numbers a fit is judged by: its data, its operation profile and the cost of each path.
 
 Everything here reads shapes, counts and the cached row-map summaries only, never the values,
-so it stays well under a millisecond even for millions of target rows. The cost estimates
+so its cost does not grow with the number of target rows. The cost estimates
 follow the rewrite rules of the factorized operations (`sklearn_ilargi.ops`): FLOPs count one
 multiply-add as two, bytes count what one pass reads and writes.
 """
 
 import math
 
-from ..ops._products import joined_in_gram
-
-_DENSE_INDEX_BYTES = 4  # CSR column indices (int32)
+from ..ops._products import csr_pays, join_bytes, joined_in_gram
 
 DATA_FEATURES = (
     "n_rows", "n_columns", "n_blocks", "n_sources", "itemsize",
@@ -108,11 +106,10 @@ def data_features(nm, blocks=None, dense_join=False):
             source_nnz += b["nnz"]
             source_cells += b["rows"] * b["columns"]
     mat_nnz = sum(b["present"] * b["nnz"] / max(b["rows"], 1) for b in blocks)
-    dense_bytes = n_rows * n_columns * itemsize
-    csr_bytes = mat_nnz * (itemsize + _DENSE_INDEX_BYTES) + (n_rows + 1) * 8
+    dense_bytes, csr_bytes = join_bytes(mat_nnz, (n_rows, n_columns), itemsize)
     sparse_sources = any(b["sparse"] for b in blocks)
     # prepare() builds the materialized matrix as CSR exactly when this says so.
-    mat_sparse = sparse_sources and csr_bytes < 0.5 * dense_bytes and not dense_join
+    mat_sparse = sparse_sources and csr_pays(dense_bytes, csr_bytes) and not dense_join
     mat_bytes = csr_bytes if mat_sparse else dense_bytes
     fact_bytes = nm.nbytes
     covered = sum(b["columns"] * n_rows for b in blocks)

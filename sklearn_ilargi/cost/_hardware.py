@@ -1,11 +1,14 @@
 """What the machine offers a fit: cores, BLAS threads, memory bandwidth, free memory, GPU.
 
 The slow probes (BLAS thread pools, a memory-bandwidth measurement, GPU properties) run once
-per process; the bandwidth is also kept in the per-user cache folder so that a new process
-reads it back instead of measuring again.
+per process; the bandwidth is also kept in the per-user cache folder (``hardware.json``, see
+:func:`cache_dir`) so that a new process reads it back instead of measuring again. A cache file
+that does not hold a positive bandwidth of this machine is measured over and rewritten.
 """
 
 import json
+import math
+import numbers
 import os
 import platform
 import time
@@ -24,6 +27,8 @@ def cache_dir():
     """The per-user cache folder.
 
     ``$SKLEARN_ILARGI_CACHE``, else ``sklearn_ilargi`` under ``$XDG_CACHE_HOME`` or ``~/.cache``.
+    It holds ``hardware.json`` (the measured memory bandwidth) and what calibration writes:
+    ``cost_model.cbm`` with its exported trees, and ``measurements.csv.gz``.
 
     Returns
     -------
@@ -71,19 +76,35 @@ def _machine_key():
     return f"{platform.node()}|{platform.machine()}|{n_cores()}"
 
 
-def _cached_bandwidth():
-    path = cache_dir() / _HARDWARE_FILE
-    key = _machine_key()
+def _stored_bandwidth(path, key):
+    """The bandwidth that ``path`` keeps for the machine ``key``; None where the file is
+    missing, is not such a record (damaged, or edited by hand) or is another machine's."""
     try:
         stored = json.loads(path.read_text())
-        if stored.get("machine") == key and stored.get("bandwidth_gbs", 0) > 0:
-            return float(stored["bandwidth_gbs"])
-    except (OSError, ValueError, AttributeError):
-        pass
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    if not isinstance(stored, dict) or stored.get("machine") != key:
+        return None
+    bandwidth = stored.get("bandwidth_gbs")
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
+        return None
+    return float(bandwidth) if 0 < bandwidth < math.inf else None
+
+
+def _cached_bandwidth():
+    """The bandwidth kept in the cache folder, else measured now and kept there."""
+    path = cache_dir() / _HARDWARE_FILE
+    key = _machine_key()
+    bandwidth = _stored_bandwidth(path, key)
+    if bandwidth is not None:
+        return bandwidth
     bandwidth = measure_bandwidth()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"machine": key, "bandwidth_gbs": bandwidth}))
+        # Written aside and renamed: a process reading meanwhile sees the old or the new file.
+        written = path.with_name(f"{path.name}.{os.getpid()}")
+        written.write_text(json.dumps({"machine": key, "bandwidth_gbs": bandwidth}))
+        os.replace(written, path)
     except OSError:
         pass  # a read-only home only costs a new measurement next time
     return bandwidth

@@ -6,16 +6,26 @@ learned correction of the roofline. Where it comes from, first match wins:
 
 1. ``set_config(cost_model=path)`` (or ``"heuristic"`` to use the heuristic on purpose);
 2. ``cost_model.cbm`` in the per-user cache folder (written by ``python -m
-   sklearn_ilargi.calibrate`` on this machine);
+   sklearn_ilargi.calibrate`` on this machine; the folder is ``$SKLEARN_ILARGI_CACHE`` where
+   that is set, see :func:`~sklearn_ilargi.cost._hardware.cache_dir`);
 3. the model shipped inside the package.
+
+A model file that is there but cannot be used (empty, truncated or not a CatBoost model,
+trained on other features, or needing CatBoost where it is not installed) is never skipped
+silently: :func:`load_cost_model` warns with :class:`CostModelWarning`, once per process and
+file, naming the file and what is wrong with it. A user's ``cost_model.cbm`` then gives way to
+the shipped model, as if it were absent: that is the model fits had before this machine's
+calibration, so a calibration that cannot be read costs that calibration and no more. A file
+named by ``set_config`` gives way to the heuristic: it was asked for by name, and no other
+trained model stands in for it. Where no file can be used, the heuristic decides.
 
 Saving a model (:func:`save_model`) also writes its trees, exported to arrays, beside it
 (``cost_model.trees.npz``, with the digest of the model file they come from): reading those
-takes milliseconds, where importing CatBoost took half a second of a process's first fit.
-CatBoost is imported only here, and only to read a model file without a matching export:
-without CatBoost then, without a file, or with an unreadable or foreign one,
-:func:`load_cost_model` warns once per process and returns the heuristic, so that a fit never
-fails for want of a cost model.
+needs only numpy, where importing CatBoost would be the larger part of a process's first fit.
+CatBoost is imported only here, and only to read a model file without a matching export.
+Exported trees that are damaged are ignored with a warning, and CatBoost reads the model file
+instead; trees of another model file (the file was replaced) are ignored silently. Whatever
+the files hold, a fit never fails for want of a cost model.
 """
 
 import hashlib
@@ -23,7 +33,6 @@ import json
 import os
 import tempfile
 import warnings
-import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,13 +52,36 @@ _warned = set()
 
 
 class CostModelWarning(UserWarning):
-    """The trained cost model could not be used; the heuristic decides instead."""
+    """A cost model file could not be used, or only in part; the message says what decides.
+
+    Each message is issued once per process; a fit never fails for want of a cost model.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> import warnings
+    >>> from sklearn_ilargi.cost import CostModelWarning, load_cost_model
+    >>> missing = os.path.join(tempfile.mkdtemp(), "missing.cbm")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     model = load_cost_model(missing)
+    >>> caught[0].category is CostModelWarning
+    True
+    >>> model.source  # doctest: +ELLIPSIS
+    'heuristic (no cost model file at ...missing.cbm)'
+    """
 
 
 def _warn_once(message):
     if message not in _warned:
         _warned.add(message)
         warnings.warn(message, CostModelWarning, stacklevel=4)
+
+
+def forget_warnings():
+    """Forget the warnings already given, so that each is given once more when it applies."""
+    _warned.clear()
 
 
 def user_model_path():
@@ -60,18 +92,25 @@ def user_model_path():
 class HeuristicCostModel:
     """Predicts each candidate's seconds with :func:`heuristic_seconds`.
 
+    Parameters
+    ----------
+    why : str, default=""
+        Why the trained model was not used.
+    gpu_trained : bool, default=True
+        False makes it a CPU-only model to the dispatcher, as a trained model without GPU
+        timings is (the heuristic itself has a GPU formula).
+
     Attributes
     ----------
     source : str
         ``"heuristic"``, plus why the trained model was not used.
     gpu_trained : bool
-        Always True: the heuristic has a GPU formula.
+        Whether the dispatcher lets it rank GPU candidates.
     """
 
-    gpu_trained = True
-
-    def __init__(self, why=""):
+    def __init__(self, why="", *, gpu_trained=True):
         self.source = HEURISTIC + (f" ({why})" if why else "")
+        self.gpu_trained = gpu_trained
 
     def predict_seconds(self, shared, candidate_rows):
         """Seconds for each candidate's features (dicts from ``candidate_features``)."""
@@ -81,29 +120,47 @@ class HeuristicCostModel:
 class ObliviousTrees:
     """A CatBoost model's symmetric trees, evaluated with numpy.
 
-    ``CatBoost.predict`` builds a ``Pool`` on every call, which alone takes milliseconds; a
-    fit's decision predicts two to four rows, so evaluating the trees directly keeps the
-    decision well inside its budget.
+    ``CatBoost.predict`` builds a ``Pool`` on every call, which alone costs more than the
+    prediction; a fit's decision predicts two to four rows, so evaluating the trees directly
+    keeps the decision well inside its budget.
 
     Parameters
     ----------
     features : ndarray of int of shape (n_trees, depth)
         The feature each level of each tree splits on.
     borders : ndarray of shape (n_trees, depth)
-        The split values (``+inf`` for the unused levels of shallower trees: always bit 0).
+        The split values (``+inf`` for the unused levels of shallower trees: always bit 0),
+        kept as float32, as CatBoost stores them.
     leaves : ndarray of shape (n_trees, 2 ** depth)
     scale, bias : float
+
+    Raises
+    ------
+    ValueError
+        If the arrays do not make trees (wrong dimensions or shapes, negative features,
+        non-numeric or NaN values): a damaged file of exported trees, say.
     """
 
     ARRAYS = ("features", "borders", "leaves")
 
     def __init__(self, features, borders, leaves, scale=1.0, bias=0.0):
-        self.features = np.asarray(features, dtype=np.intp)
-        self.borders = np.asarray(borders, dtype=np.float64)
+        features = np.asarray(features)
+        if (features.ndim != 2 or not np.issubdtype(features.dtype, np.integer)
+                or (features < 0).any()):
+            raise ValueError("the split features are not a 2-D array of non-negative integers")
+        self.features = features.astype(np.intp)
+        self.borders = np.asarray(borders, dtype=np.float32)
         self.leaves = np.asarray(leaves, dtype=np.float64)
-        self.weights = 1 << np.arange(self.features.shape[1])
+        n_trees, depth = self.features.shape
+        if self.borders.shape != (n_trees, depth) or np.isnan(self.borders).any():
+            raise ValueError(f"the borders are not {n_trees} x {depth} numbers")
+        if self.leaves.shape != (n_trees, 2 ** depth) or not np.isfinite(self.leaves).all():
+            raise ValueError(f"the leaves are not {n_trees} x {2 ** depth} finite numbers")
+        self.weights = 1 << np.arange(depth)
         self.scale = float(scale)
         self.bias = float(bias)
+        if not (np.isfinite(self.scale) and np.isfinite(self.bias)):
+            raise ValueError("the scale and bias are not finite")
 
     @classmethod
     def from_json(cls, exported):
@@ -125,8 +182,14 @@ class ObliviousTrees:
         return cls(features, borders, leaves, scale, bias[0] if isinstance(bias, list) else bias)
 
     def predict(self, X):
-        """Raw predictions (the regression value) for the rows of ``X``."""
-        X = np.asarray(X, dtype=np.float64)
+        """Raw predictions (the regression value) for the rows of ``X``.
+
+        Features are compared with the borders in float32, ``value > border``, as CatBoost
+        does: in float64 a value within float32 rounding of a border can fall on the other
+        side of it than in CatBoost.
+        """
+        with np.errstate(over="ignore"):  # beyond float32's range is inf, as in CatBoost
+            X = np.asarray(X, dtype=np.float32)
         bits = X[:, self.features] > self.borders  # (rows, trees, depth)
         index = bits.astype(np.intp) @ self.weights
         values = np.take_along_axis(self.leaves[None, :, :], index[:, :, None], axis=2)
@@ -141,7 +204,15 @@ def model_weights(model):
 
 def _weights(metadata):
     saved = metadata.get("heuristic_weights")
-    return np.asarray(json.loads(saved) if saved else NOMINAL_WEIGHTS, dtype=np.float64)
+    try:
+        weights = np.asarray(json.loads(saved) if saved else NOMINAL_WEIGHTS, dtype=np.float64)
+    except (TypeError, ValueError):
+        weights = None
+    if (weights is None or weights.shape != (len(NOMINAL_WEIGHTS),)
+            or not (np.isfinite(weights) & (weights >= 0)).all()):
+        raise ValueError(f"its heuristic_weights are not {len(NOMINAL_WEIGHTS)} non-negative "
+                         "numbers")
+    return weights
 
 
 def export_trees(model):
@@ -192,9 +263,20 @@ class CatBoostCostModel:
     gpu_trained : bool
         Whether GPU timings were part of its training data; without them the dispatcher does
         not let it rank GPU candidates.
+
+    Raises
+    ------
+    ValueError
+        If the trees split on features that :data:`FEATURE_NAMES` does not have, or the
+        metadata is not a dict or holds unusable ``heuristic_weights``.
     """
 
     def __init__(self, trees, metadata, path):
+        if trees.features.size and trees.features.max() >= len(FEATURE_NAMES):
+            raise ValueError(f"its trees split on features beyond the {len(FEATURE_NAMES)} "
+                             "known ones")
+        if not isinstance(metadata, dict):
+            raise ValueError("its metadata is not a dict")
         self.trees = trees
         self.path = str(path)
         self.gpu_trained = metadata.get("gpu_rows", "0") == "1"
@@ -215,33 +297,53 @@ class CatBoostCostModel:
 
 
 def _read_model(path):
-    """A :class:`CatBoostCostModel` from ``path``, or the reason it cannot be one."""
+    """``(model, why)``: a :class:`CatBoostCostModel` from ``path`` or None, and what was
+    wrong (None where nothing was).
+
+    A model can come with a ``why``: where the trees exported beside the file are damaged,
+    CatBoost reads the file instead, and ``why`` says so.
+    """
     if not os.path.isfile(path):
         return None, f"no cost model file at {path}"
-    return _read_exported_trees(path) or _read_catboost(path)
+    if os.path.getsize(path) == 0:
+        return None, f"the cost model file {path} is empty"
+    model, damaged = _read_exported_trees(path)
+    if model is not None:
+        return model, None
+    model, why = _read_catboost(path)
+    if damaged is None:
+        return model, why
+    return model, f"{damaged}; " + (why or f"CatBoost read {path} instead")
 
 
 def _read_exported_trees(path):
-    """``(model, None)`` from the trees exported beside ``path``; None if they are missing,
-    unreadable, or not those of the file as it is now."""
+    """``(model, why)`` from the trees exported beside the model file ``path``.
+
+    ``(None, None)`` where there are none, or they are those of another model file (the file
+    was replaced) or of other features; ``(None, why)`` where they are damaged.
+    """
+    exported = trees_path(path)
+    if not exported.is_file():
+        return None, None
     try:
-        with np.load(trees_path(path), allow_pickle=False) as saved:
+        # Opened here: np.load leaves a file it opened open when the archive is damaged.
+        with open(exported, "rb") as file, np.load(file, allow_pickle=False) as saved:
             about = json.loads(str(saved["about"]))
             arrays = [saved[name] for name in ObliviousTrees.ARRAYS]
         if about["digest"] != _digest(path) or about["feature_names"] != list(FEATURE_NAMES):
-            return None
+            return None, None
         trees = ObliviousTrees(*arrays, about["scale"], about["bias"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
-        return None
-    return CatBoostCostModel(trees, about["metadata"], path), None
+        return CatBoostCostModel(trees, about["metadata"], path), None
+    except Exception as exc:  # damage shows as any error of zipfile, zlib, numpy or json
+        return None, f"the exported trees {exported} are damaged ({_what(exc)}) and ignored"
 
 
 def _read_catboost(path):
-    """A :class:`CatBoostCostModel` read by CatBoost, or the reason it cannot be one."""
+    """``(model, why)``: a :class:`CatBoostCostModel` read by CatBoost, or None and why not."""
     try:
         from catboost import CatBoostRegressor
     except ImportError:
-        return None, "CatBoost is not installed"
+        return None, f"CatBoost is not installed to read the cost model file {path}"
     model = CatBoostRegressor()
     try:
         model.load_model(str(path))
@@ -253,22 +355,29 @@ def _read_catboost(path):
                       "re-run python -m sklearn_ilargi.calibrate")
     try:
         return CatBoostCostModel(export_trees(model), dict(model.get_metadata()), path), None
-    except (ValueError, KeyError, OSError) as exc:
-        return None, f"the cost model file {path} cannot be evaluated ({exc})"
+    except Exception as exc:  # a model CatBoost reads but the trees cannot represent
+        return None, f"the cost model file {path} cannot be evaluated ({_what(exc)})"
+
+
+def _what(exc):
+    return str(exc) if isinstance(exc, ValueError) and str(exc) else exc.__class__.__name__
 
 
 @lru_cache(maxsize=8)
-def _load(path, mtime):
-    del mtime  # part of the cache key only: a rewritten file is read again
+def _load(path, mtimes):
+    del mtimes  # part of the cache key only: a rewritten file is read again
     return _read_model(path)
 
 
 def _load_path(path):
+    return _load(str(path), (_mtime(path), _mtime(trees_path(path))))
+
+
+def _mtime(path):
     try:
-        mtime = os.path.getmtime(path)
+        return os.path.getmtime(path)
     except OSError:
-        mtime = None
-    return _load(str(path), mtime)
+        return None
 
 
 def load_cost_model(setting=None):
@@ -283,25 +392,33 @@ def load_cost_model(setting=None):
     Returns
     -------
     CatBoostCostModel or HeuristicCostModel
+        Predicts each candidate's seconds (``predict_seconds``); ``source`` says where it
+        comes from. The heuristic stands in, with a :class:`CostModelWarning`, where no
+        model file can be read.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi.cost import load_cost_model
+    >>> load_cost_model("heuristic").source
+    "heuristic (chosen with set_config(cost_model='heuristic'))"
+    >>> load_cost_model().source  # doctest: +ELLIPSIS
+    'catboost (...cost_model.cbm)'
     """
     setting = get_config()["cost_model"] if setting is None else setting
     if setting == HEURISTIC:
         return HeuristicCostModel("chosen with set_config(cost_model='heuristic')")
     if setting is not None:
-        model, why = _load_path(os.fspath(setting))
-        if model is None:
-            _warn_once(f"{why}; the cost model falls back to the heuristic (roofline estimate).")
-            return HeuristicCostModel(why)
-        return model
-    reasons = []
-    for path in (user_model_path(), SHIPPED_MODEL):
-        if not path.is_file():
-            continue
+        lookup = [Path(os.fspath(setting))]
+    else:
+        lookup = [path for path in (user_model_path(), SHIPPED_MODEL) if path.is_file()]
+    why = f"no cost model file (looked in {user_model_path()} and {SHIPPED_MODEL})"
+    for index, path in enumerate(lookup):
         model, why = _load_path(path)
         if model is not None:
+            if why:  # its exported trees were damaged, CatBoost read the file itself
+                _warn_once(f"{why}.")
             return model
-        reasons.append(why)
-    why = "; ".join(dict.fromkeys(reasons)) or (
-        f"no cost model file (looked in {user_model_path()} and {SHIPPED_MODEL})")
+        if index < len(lookup) - 1:
+            _warn_once(f"{why}; the model shipped with sklearn-ilargi decides instead.")
     _warn_once(f"{why}; the cost model falls back to the heuristic (roofline estimate).")
     return HeuristicCostModel(why)

@@ -29,12 +29,48 @@ def join_with_pandas(base, joins=(), *, target=None, features=None, categorical=
     ``(frame, y)`` with ``target``. Null keys are not supported here (pandas matches null to
     null; ``from_tables`` matches them to nothing).
 
+    Parameters
+    ----------
+    base : DataFrame, str, os.PathLike or Union
+        The table every join hangs from.
+    joins : sequence of Join
+        Applied in order, as in :func:`~sklearn_ilargi.from_tables`.
+    target : str, optional
+        Name of a column to return as ``y``.
+    features : list of str, optional
+        Columns to use as features; as in :func:`~sklearn_ilargi.from_tables`.
+    categorical : {"onehot", "drop", "error"}, default="onehot"
+        What to do with string and categorical columns, as in
+        :func:`~sklearn_ilargi.from_tables`.
+    fill_value : float, default=0.0
+        Value of a numeric cell whose table has no row for that target row, or is null.
+
     Returns
     -------
     frame : DataFrame
         One column per feature (names as ``X.feature_names``), rows in pandas' order.
     y : ndarray
         Only when ``target`` is given.
+
+    See Also
+    --------
+    sklearn_ilargi.from_tables : The same data as a NormalizedMatrix, without the join.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn_ilargi import Join, from_tables
+    >>> from sklearn_ilargi.datasets import join_with_pandas
+    >>> sales = pd.DataFrame({"store": [1, 2, 1], "units": [3.0, 4.0, 5.0]})
+    >>> stores = pd.DataFrame({"store": [1, 2], "size": [100.0, 250.0],
+    ...                        "city": ["Delft", "Leiden"]})
+    >>> frame, y = join_with_pandas(sales, [Join(stores, on="store")], target="units")
+    >>> list(frame.columns)
+    ['size', 'city_Delft', 'city_Leiden']
+    >>> X, _ = from_tables(sales, [Join(stores, on="store")], target="units")
+    >>> np.array_equal(frame.to_numpy(dtype=float), X.materialize())
+    True
     """
     joins = list(joins)
     names = [default_name(base, 0)] + [j.name or default_name(j.table, i + 1)
@@ -83,14 +119,14 @@ def join_with_pandas(base, joins=(), *, target=None, features=None, categorical=
                     left_columns.append(f"{parent}::{k}")
             joined = joined.merge(prefixed[i], left_on=left_columns,
                                   right_on=[f"{i}::{k}" for k in right], how=join.how)
-            if join.on is not None:
-                for k in left:
+            for k, r in zip(left, right):
+                if k == r:  # pandas keeps one column for same-named keys
                     shared.setdefault(k, [f"{parent}::{k}"]).append(f"{i}::{k}")
     joined = joined.reset_index(drop=True)
     owner = None
     if target is not None:
         owner = next(i for i, f in enumerate(frames) if target in f.columns)
-    attributes = _plan(frames, joins, keys, features, owner, target, categorical)
+    attributes = _plan(frames, joins, keys, features, owner, target, categorical, shared)
     columns = {}
     for name, providers in attributes:
         value, present = None, np.zeros(len(joined), dtype=bool)
@@ -115,12 +151,14 @@ def join_with_pandas(base, joins=(), *, target=None, features=None, categorical=
     return out, joined[f"{owner}::{target}"].to_numpy()
 
 
-def _plan(frames, joins, keys, features, owner, target, categorical):
-    """Attribute name -> providers, with the same overlap rules as from_tables."""
+def _plan(frames, joins, keys, features, owner, target, categorical, shared):
+    """Attribute name -> providers, with the same overlap rules as from_tables; a key is a
+    feature only when ``features`` names it, and same-named keys are one (coalesced)."""
     order, providers = [], {}
     for i, frame in enumerate(frames):
         for column in frame.columns:
-            if column in keys[i] or (i == owner and column == target):
+            is_key = column in keys[i]
+            if (is_key and features is None) or (i == owner and column == target):
                 continue
             if features is not None and column not in features:
                 continue
@@ -129,7 +167,9 @@ def _plan(frames, joins, keys, features, owner, target, categorical):
             if column not in providers:
                 order.append(column)
                 providers[column] = [(i, column)]
-            elif joins[i - 1].overlap == "coalesce":
+            elif joins[i - 1].overlap == "coalesce" or (is_key and {
+                    f"{providers[column][0][0]}::{column}", f"{i}::{column}"} <= set(
+                    shared.get(column, ()))):
                 providers[column].append((i, column))
             else:  # suffix
                 order[order.index(column)] = column + "_x"

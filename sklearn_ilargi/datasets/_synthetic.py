@@ -16,23 +16,50 @@ class Scenario:
     ``from_tables(s.base, s.joins, target=s.target)`` builds the NormalizedMatrix;
     ``join_with_pandas(s.base, s.joins, target=s.target)`` builds the same data with pandas.
 
-    Attributes
+    Parameters
     ----------
     tables : dict of str to DataFrame
         Every table by name; ``tables["fact"]`` is the base.
     joins : list of Join
-    target : str or None
+        How the other tables join the fact table, in order.
+    target : str or None, default="y"
         Name of the fact table's target column ``"y"``; None for outer joins, whose extra
         rows have no target value (``y`` stays in the fact table as a feature then).
+    params : dict, default={}
+        The arguments of the function that generated it (:func:`make_scenario`, ...).
+    y_class : ndarray of shape (n_fact_rows,) or None, default=None
+        A class target, one per row of the fact table, where the generator makes one
+        (:func:`make_onehot_star`); kept out of the tables so that it is no feature.
+
+    See Also
+    --------
+    make_scenario : Generate one.
+    make_onehot_star : Generate one with wide one-hot dimensions.
+
+    Examples
+    --------
+    >>> from sklearn_ilargi import from_tables
+    >>> from sklearn_ilargi.datasets import make_scenario
+    >>> s = make_scenario(100, 1, tuple_ratio=10, n_fact_features=2, feature_ratio=1,
+    ...                   random_state=0)
+    >>> sorted(s.tables)
+    ['dim0', 'fact']
+    >>> s.base.shape, s.tables["dim0"].shape
+    ((100, 4), (10, 3))
+    >>> X, y = from_tables(s.base, s.joins, target=s.target)
+    >>> list(X.feature_names)
+    ['f0', 'f1', 'dim0_x0', 'dim0_x1']
     """
 
     tables: dict
     joins: list
     target: str = "y"
     params: dict = field(default_factory=dict)
+    y_class: object = None
 
     @property
     def base(self):
+        """The fact table, ``tables["fact"]``: the base of the joins."""
         return self.tables["fact"]
 
 
@@ -68,10 +95,30 @@ def make_scenario(n_rows=10_000, n_dimensions=2, *, tuple_ratio=10.0, feature_ra
     unmatched : float
         Share of fact (and outer-level) keys that match no dimension row.
     random_state : int, RandomState or None
+        Seeds every generated value and key; an int gives the same tables every call.
 
     Returns
     -------
     Scenario
+        The tables (``"fact"``, ``"dim0"``, ``"dim0_1"``, ...) and their joins; the fact
+        table's ``y`` is the sum of its features plus noise.
+
+    See Also
+    --------
+    make_star : A star schema (``depth=1``, no overlap).
+
+    Examples
+    --------
+    A snowflake of two levels with left joins, a fifth of the keys matching nothing:
+
+    >>> from sklearn_ilargi import from_tables
+    >>> from sklearn_ilargi.datasets import make_scenario
+    >>> s = make_scenario(200, 1, depth=2, how="left", unmatched=0.2, random_state=0)
+    >>> [j.name for j in s.joins]
+    ['dim0', 'dim0_1']
+    >>> X, y = from_tables(s.base, s.joins, target=s.target)
+    >>> X.shape
+    (200, 20)
     """
     rng = check_random_state(random_state)
     if how not in ("inner", "left", "outer"):
@@ -123,7 +170,35 @@ def make_star(n_rows=10_000, n_dimensions=2, *, tuple_ratio=10.0, feature_ratio=
               n_fact_features=4, n_categories=0, sparsity=0.0, how="inner", random_state=None):
     """A star schema: ``make_scenario`` with ``depth=1`` and no overlap.
 
-    See :func:`make_scenario` for the parameters.
+    Parameters
+    ----------
+    n_rows : int, default=10_000
+        Rows of the fact table.
+    n_dimensions : int, default=2
+        Dimension tables joined to the fact table.
+    tuple_ratio : float, default=10.0
+        Fact rows per dimension row.
+    feature_ratio : float, default=2.0
+        Numeric features of each dimension per fact feature.
+    n_fact_features : int, default=4
+        Numeric features of the fact table.
+    n_categories : int, default=0
+        When positive, each dimension has a string column with this many categories.
+    sparsity : float, default=0.0
+        Share of the numeric feature values set to 0.
+    how : {"inner", "left", "outer"}, default="inner"
+        Join type of every join.
+    random_state : int, RandomState or None, default=None
+        Seeds every generated value and key.
+
+    Returns
+    -------
+    Scenario
+        The fact table, the dimensions ``"dim0"``, ``"dim1"``, ... and their joins.
+
+    See Also
+    --------
+    make_scenario : Snowflakes, overlaps and unmatched keys too.
 
     Examples
     --------

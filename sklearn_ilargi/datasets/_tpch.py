@@ -1,4 +1,5 @@
-"""TPC-H, generated locally by the ``tpchgen-cli`` package, and its lineitem snowflake."""
+"""TPC-H, generated locally by the ``tpchgen-cli`` package (the ``datasets`` extra), and its
+lineitem snowflake."""
 
 import os
 import shutil
@@ -44,17 +45,26 @@ def _data_home(data_home):
     return os.path.join(os.fspath(data_home), "tpch")
 
 
+#: Why TPC-H cannot be generated here when tpchgen-cli is missing, and how to install it.
+GENERATOR_MISSING = 'needs tpchgen-cli: pip install "sklearn-ilargi[datasets]"'
+
+
+def generator_path():
+    """The tpchgen-cli executable: this Python's own first, then one on ``PATH``.
+
+    Returns
+    -------
+    str or None
+        None when tpchgen-cli is not installed (it comes with the ``datasets`` extra).
+    """
+    own = os.pathsep.join([sysconfig.get_path("scripts"), os.path.dirname(sys.executable)])
+    return shutil.which("tpchgen-cli", path=own) or shutil.which("tpchgen-cli")
+
+
 def _generator():
-    """The tpchgen-cli executable installed with this Python."""
-    here = os.path.join(sysconfig.get_path("scripts"), "tpchgen-cli")
-    found = here if os.path.exists(here) else shutil.which("tpchgen-cli")
+    found = generator_path()
     if found is None:
-        found = os.path.join(os.path.dirname(sys.executable), "tpchgen-cli")
-        if not os.path.exists(found):
-            raise RuntimeError(
-                "The tpchgen-cli executable was not found; install it with "
-                "'pip install tpchgen-cli'."
-            )
+        raise ImportError(f"Generating TPC-H {GENERATOR_MISSING} (it is not installed).")
     return found
 
 
@@ -102,6 +112,7 @@ def load_tpch(scale_factor=0.1, data_home=None, *, tables=None, columns=None):
     Parameters
     ----------
     scale_factor : float, default=0.1
+        TPC-H scale factor (1 is about 6 million lineitem rows).
     data_home : str or path, optional
         Cache folder; default ``$SKLEARN_ILARGI_DATA`` or ``~/.cache/sklearn_ilargi``.
     tables : list of str, optional
@@ -112,16 +123,41 @@ def load_tpch(scale_factor=0.1, data_home=None, *, tables=None, columns=None):
     Returns
     -------
     dict of str to DataFrame
+        The tables by name (``"lineitem"``, ``"orders"``, ...).
+
+    Raises
+    ------
+    ImportError
+        When the tables must be generated and tpchgen-cli, which comes with the ``datasets``
+        extra (``pip install "sklearn-ilargi[datasets]"``), is not installed. Tables already
+        generated into ``data_home`` are read without it.
+
+    See Also
+    --------
+    tpch_training_set : The lineitem snowflake as a NormalizedMatrix.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn_ilargi.datasets import load_tpch
+    >>> home = os.path.join(tempfile.gettempdir(), "sklearn_ilargi_examples")
+    >>> tables = load_tpch(0.01, home, tables=["nation", "region"],  # generated once
+    ...                    columns={"nation": ["n_name", "n_regionkey"]})
+    >>> tables["nation"].shape, tables["region"].shape
+    ((25, 2), (5, 3))
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
     import pyarrow.types as pat
 
-    folder = tpch_path(scale_factor, data_home)
-    out = {}
-    for name in tables or TPCH_TABLES:
+    names = list(tables or TPCH_TABLES)
+    for name in names:
         if name not in TPCH_TABLES:
             raise ValueError(f"No TPC-H table {name!r}; the tables are {TPCH_TABLES}.")
+    folder = tpch_path(scale_factor, data_home)
+    out = {}
+    for name in names:
         wanted = None if columns is None or name not in columns else columns[name]
         table = pq.read_table(os.path.join(folder, f"{name}.parquet"), columns=wanted)
         for i, f in enumerate(table.schema):
@@ -174,7 +210,10 @@ def tpch_training_set(scale_factor=0.1, data_home=None, *, target="l_extendedpri
     Parameters
     ----------
     scale_factor : float, default=0.1
+        TPC-H scale factor (1 is about 6 million lineitem rows). Below 0.01, the generated
+        partsupp table repeats (part, supplier) pairs and the many-to-one join refuses it.
     data_home : str or path, optional
+        Cache folder, as for :func:`load_tpch`.
     target : str, default="l_extendedprice"
         The column to predict: by default the line's price (quantity times the part's price,
         which a model has to learn from the joined features).
@@ -182,7 +221,25 @@ def tpch_training_set(scale_factor=0.1, data_home=None, *, target="l_extendedpri
     Returns
     -------
     X : NormalizedMatrix
+        One row per lineitem, with ``feature_names`` set.
     y : ndarray of float64
+        The target column.
+
+    See Also
+    --------
+    load_tpch : The tables themselves, as DataFrames.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from sklearn_ilargi.datasets import tpch_training_set
+    >>> home = os.path.join(tempfile.gettempdir(), "sklearn_ilargi_examples")
+    >>> X, y = tpch_training_set(0.01, home)  # generated once, then read from home
+    >>> X.shape[0] == y.shape[0] == 60175
+    True
+    >>> len(X.blocks) > 1  # lineitem and the tables it references, kept apart
+    True
     """
     columns = {t: TPCH_FEATURES[t] + TPCH_KEYS[t] for t in TPCH_FEATURES}
     columns["lineitem"] = columns["lineitem"] + [target] if target not in columns[

@@ -11,9 +11,10 @@ from sklearn.utils import check_random_state
 from ..utils._sklearn_compat import Interval, Options, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
-from ..base import FactorizedMixin, falls_back_to_cpu, to_host
-from ..cost import OperationProfile
-from ..utils import gram, is_normalized, matmul, rmatmul, row_norms_squared, validate_input
+from ..base import FactorizedMixin, falls_back_to_cpu, like_input, reads_fitted_model
+from ..cost import OperationProfile, expected_iterations
+from ..utils import TrainingMatrix, validate_input
+from ..utils._progress import IterationProgress
 
 _EPSILON = np.finfo(np.float32).eps  # scikit-learn's floor for the multiplicative updates
 _INITS = ("random", "nndsvd", "nndsvda", "nndsvdar", "custom")
@@ -33,9 +34,9 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     ``W`` and ``H`` the factorization is scikit-learn's. The NNDSVD initializations use the
     exact singular vectors (from the ``c x c`` gram) where scikit-learn uses a randomized SVD.
 
-    ``transform`` solves for ``W`` with the components fixed, as scikit-learn does; unlike
-    scikit-learn, ``fit_transform(X)`` returns that same ``transform(X)`` (not the ``W`` of the
-    joint iterations), so the two always agree, also when the iterations stop early.
+    ``transform`` solves for ``W`` with the components fixed, as scikit-learn does, and
+    ``fit_transform(X)`` returns the ``W`` that the fit learnt with the components, as
+    scikit-learn's does: the two differ where the iterations stop before they converge.
 
     Parameters
     ----------
@@ -45,34 +46,58 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"} or None, default=None
         None: "nndsvda" if ``k <= min(n_samples, n_features)``, else "random".
     solver : {"cd", "mu"}, default="cd"
+        ``"cd"``: coordinate descent; ``"mu"``: multiplicative updates.
     beta_loss : "frobenius" or 2, default="frobenius"
         Only the Frobenius loss: the other beta-divergences need ``X / (W H)`` cell by cell,
         which has no factorized form.
     tol : float, default=1e-4
+        Tolerance of the stopping condition, as in scikit-learn: ``"cd"`` stops once the
+        projected gradient's norm falls below ``tol`` times its first value, ``"mu"`` once
+        the error's decrease over ten iterations falls below ``tol`` times the initial error.
     max_iter : int, default=200
+        Most iterations.
     random_state : int, RandomState instance or None, default=None
+        Seeds the "random" and "nndsvdar" initializations and ``shuffle``.
     alpha_W : float, default=0.0
+        Strength of the regularization of ``W`` (scaled by ``n_features``, as in
+        scikit-learn).
     alpha_H : float or "same", default="same"
+        Strength of the regularization of ``H`` (scaled by ``n_samples``); "same" takes
+        ``alpha_W``.
     l1_ratio : float, default=0.0
+        Share of L1 in the regularization: 0 is an L2 penalty, 1 an L1 penalty.
     verbose : int, default=0
+        Report every iteration, with an estimate of the time left (through tqdm where it is
+        installed). 0 defers to the ``verbose`` setting.
     shuffle : bool, default=False
         Randomize the order of the coordinates in the "cd" solver.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
+        Whether to train on the sources or on the joined matrix; "auto" lets the
+        dispatcher choose.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
         The factor ``H``.
     n_components_ : int
+        The rank ``k``.
     reconstruction_err_ : float
         Frobenius norm of ``X - W H`` at the end of the fit.
     n_iter_ : int
+        Iterations of the fit.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
+        DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -147,30 +172,35 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         Returns
         -------
         self : FactorizedNMF
+            The fitted estimator.
         """
         self._fit(X, W, H)
         return self
 
     def fit_transform(self, X, y=None, W=None, H=None):
-        """Learn the factorization of ``X`` and return ``transform(X)``.
+        """Learn the factorization of ``X`` and return its ``W``.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Non-negative training data.
         y : None
             Ignored.
         W : array-like of shape (n_samples, n_components), default=None
+            Initial ``W`` with ``init="custom"``.
         H : array-like of shape (n_components, n_features), default=None
+            Initial ``H`` with ``init="custom"``.
 
         Returns
         -------
         W : ndarray of shape (n_samples, n_components)
+            The training samples' factor, learnt jointly with the components.
         """
-        self._fit(X, W, H)
-        return self.transform(X)
+        return like_input(self._fit(X, W, H), X)
 
     @falls_back_to_cpu
-    def _fit(self, X, W, H):
+    def _fit(self, X, W, H, *, backend):
+        """Fit; returns the learnt ``W`` (a host array)."""
         self._validate_params()
         X = validate_input(self, X, accept_sparse=("csr", "csc"))
         _check_non_negative(X)
@@ -183,10 +213,11 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                 stacklevel=3,
             )
         n_components = self._rank(X, H)
-        profile = OperationProfile(matmul=self.max_iter, rmatmul=self.max_iter,
-                                   width=n_components, iterations=self.max_iter,
+        iterations = expected_iterations(self.max_iter, self.tol)
+        profile = OperationProfile(matmul=iterations, rmatmul=iterations, width=n_components,
+                                   iterations=iterations, max_iter=self.max_iter,
                                    name=type(self).__name__)
-        data = _Data(self._dispatch(X, profile))
+        matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
         if self.init == "custom":
             W, H = _check_custom(W, H, n_components, X)
         else:
@@ -197,13 +228,14 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                     RuntimeWarning,
                     stacklevel=3,
                 )
-            W, H = _initialize(data, n_components, self.init, self.random_state)
-        W, H, n_iter = self._solve(data, W, H, update_H=True)
-        self.reconstruction_err_ = data.error(W, H)
+            W, H = _initialize(matrix, n_components, self.init, self.random_state)
+        W, H, n_iter = self._solve(matrix, W, H, update_H=True)
+        self.reconstruction_err_ = _reconstruction_error(matrix, W, H)
         self.n_components_ = H.shape[0]
         self._n_features_out = self.n_components_
         self.components_ = H
         self.n_iter_ = n_iter
+        return W
 
     def _rank(self, X, H):
         n_samples, n_features = X.shape
@@ -232,18 +264,20 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
             n_samples * alpha_H * (1.0 - self.l1_ratio),
         )
 
-    def _solve(self, data, W, H, update_H):
-        l1_W, l1_H, l2_W, l2_H = self._regularization(data.shape)
-        if self.solver == "cd":
-            W, H, n_iter = _coordinate_descent(
-                data, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H), update_H,
-                self.shuffle, self.random_state, self.verbose,
-            )
-        else:
-            W, H, n_iter = _multiplicative_update(
-                data, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H), update_H,
-                self.verbose,
-            )
+    def _solve(self, matrix, W, H, update_H):
+        l1_W, l1_H, l2_W, l2_H = self._regularization(matrix.shape)
+        description = type(self).__name__ + ("" if update_H else " transform")
+        with IterationProgress(self.verbose, self.max_iter, description) as progress:
+            if self.solver == "cd":
+                W, H, n_iter = _coordinate_descent(
+                    matrix, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H),
+                    update_H, self.shuffle, self.random_state, progress,
+                )
+            else:
+                W, H, n_iter = _multiplicative_update(
+                    matrix, W, H, self.tol, self.max_iter, (l1_W, l2_W), (l1_H, l2_H),
+                    update_H, progress,
+                )
         if n_iter == self.max_iter and self.tol > 0:
             warnings.warn(
                 f"Maximum number of iterations {self.max_iter} reached. Increase it to "
@@ -254,6 +288,7 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         return W, H, n_iter
 
     # ------------------------------------------------------------------ transform
+    @reads_fitted_model
     def transform(self, X):
         """``W`` for ``X`` with the components fixed.
 
@@ -265,20 +300,22 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         Returns
         -------
         W : ndarray of shape (n_samples, n_components)
+            The factor that best reconstructs ``X`` as ``W @ components_``.
         """
         check_is_fitted(self)
         X = validate_input(self, X, accept_sparse=("csr", "csc"), reset=False)
         _check_non_negative(X)
-        data = _Data(X)
+        matrix = TrainingMatrix(X)
         H = self.components_
         k = H.shape[0]
         if self.solver == "mu":
-            W = np.full((X.shape[0], k), np.sqrt(data.mean() / k), dtype=H.dtype)
+            W = np.full((X.shape[0], k), np.sqrt(matrix.mean() / k), dtype=H.dtype)
         else:
             W = np.zeros((X.shape[0], k), dtype=H.dtype)
-        W, _, _ = self._solve(data, W, H, update_H=False)
+        W, _, _ = self._solve(matrix, W, H, update_H=False)
         return W
 
+    @reads_fitted_model
     def inverse_transform(self, X):
         """Back to the data space: ``X @ components_``.
 
@@ -290,6 +327,7 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+            The reconstruction ``X @ components_``.
         """
         check_is_fitted(self)
         X = check_array(X, accept_sparse=("csr", "csc"))
@@ -305,85 +343,61 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
 
 
 # ---------------------------------------------------------------------- the data
-class _Data:
-    """``X`` as the solvers see it: ``X @ H.T``, ``X.T @ W``, its norm and mean, host arrays."""
+def _xht(matrix, H):
+    """``X @ H.T`` (n x k), in ``X``'s precision."""
+    return matrix.matmul(np.ascontiguousarray(H.T, dtype=matrix.dtype))
 
-    def __init__(self, X):
-        self.X = X
-        self.shape = X.shape
-        self.dtype = X.dtype
-        self._device = X.backend if is_normalized(X) else None
-        self._squared_norm = None
 
-    def _on_device(self, a):
-        a = np.ascontiguousarray(a, dtype=self.dtype)
-        return a if self._device is None else self._device.from_numpy(a)
+def _xtw(matrix, W):
+    """``X.T @ W`` (c x k), in ``X``'s precision."""
+    return matrix.rmatmul(np.ascontiguousarray(W, dtype=matrix.dtype))
 
-    def xht(self, H):
-        """``X @ H.T`` (n x k)."""
-        return np.asarray(to_host(matmul(self.X, self._on_device(H.T))), dtype=self.dtype)
 
-    def xtw(self, W):
-        """``X.T @ W`` (c x k)."""
-        return np.asarray(to_host(rmatmul(self.X, self._on_device(W))), dtype=self.dtype)
-
-    def gram(self):
-        return np.asarray(to_host(gram(self.X)), dtype=np.float64)
-
-    def mean(self):
-        if is_normalized(self.X):
-            return float(to_host(self.X.mean()))
-        return float(self.X.mean())
-
-    def squared_norm(self):
-        if self._squared_norm is None:
-            self._squared_norm = float(np.sum(to_host(row_norms_squared(self.X)),
-                                              dtype=np.float64))
-        return self._squared_norm
-
-    def error(self, W, H, xht=None):
-        """``||X - W H||_F``; directly for a dense array, else from the traces."""
-        if isinstance(self.X, np.ndarray):
-            return float(np.sqrt(np.sum((self.X - W @ H) ** 2, dtype=np.float64)))
-        xht = self.xht(H) if xht is None else xht
-        value = (self.squared_norm() - 2.0 * float(np.sum(W * xht, dtype=np.float64))
-                 + float(np.sum((W.T @ W) * (H @ H.T), dtype=np.float64)))
-        return float(np.sqrt(max(value, 0.0)))
+def _reconstruction_error(matrix, W, H, xht=None):
+    """``||X - W H||_F``; directly for a dense array, else from the traces
+    ``||X||^2 - 2 <W, X H^T> + <W^T W, H H^T>`` (``xht`` is ``X @ H.T`` if known)."""
+    if isinstance(matrix.X, np.ndarray):
+        return float(np.sqrt(np.sum((matrix.X - W @ H) ** 2, dtype=np.float64)))
+    xht = _xht(matrix, H) if xht is None else xht
+    squared_norm = float(np.sum(matrix.row_norms_squared(), dtype=np.float64))
+    value = (squared_norm - 2.0 * float(np.sum(W * xht, dtype=np.float64))
+             + float(np.sum((W.T @ W) * (H @ H.T), dtype=np.float64)))
+    return float(np.sqrt(max(value, 0.0)))
 
 
 # ---------------------------------------------------------------------- initialization
-def _initialize(data, n_components, init, random_state):
-    n_samples, n_features = data.shape
-    dtype = data.dtype
+def _initialize(matrix, n_components, init, random_state):
+    n_samples, n_features = matrix.shape
+    dtype = matrix.dtype
     if init is None:
         init = "nndsvda" if n_components <= min(n_samples, n_features) else "random"
     if init == "random":
-        avg = np.sqrt(data.mean() / n_components)
+        avg = np.sqrt(matrix.mean() / n_components)
         rng = check_random_state(random_state)
         H = avg * rng.standard_normal(size=(n_components, n_features)).astype(dtype, copy=False)
         W = avg * rng.standard_normal(size=(n_samples, n_components)).astype(dtype, copy=False)
         return np.abs(W), np.abs(H)
-    U, S, V = _leading_singular_triplets(data, n_components)
+    U, S, V = _leading_singular_triplets(matrix, n_components)
     W, H = _nndsvd(U, S, V)
     if init == "nndsvda":
-        avg = data.mean()
+        avg = matrix.mean()
         W[W == 0] = avg
         H[H == 0] = avg
     elif init == "nndsvdar":
         rng = check_random_state(random_state)
-        avg = data.mean()
+        avg = matrix.mean()
         W[W == 0] = abs(avg * rng.standard_normal(size=int((W == 0).sum())) / 100)
         H[H == 0] = abs(avg * rng.standard_normal(size=int((H == 0).sum())) / 100)
     return W.astype(dtype), H.astype(dtype)
 
 
-def _leading_singular_triplets(data, k):
+def _leading_singular_triplets(matrix, k):
     """The top ``k`` singular triplets of ``X`` from the eigenvectors of its gram."""
-    values, vectors = np.linalg.eigh(data.gram())
+    values, vectors = np.linalg.eigh(matrix.gram())
     order = np.argsort(values)[::-1][:k]
     S = np.sqrt(np.maximum(values[order], 0.0))
     V = vectors[:, order].T
-    projected = data.xht(V).astype(np.float64)
+    projected = _xht(matrix, V).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         U = np.where(S > 0, projected / S, 0.0)
     return U, S, V
@@ -439,38 +453,26 @@ def _check_custom(W, H, n_components, X):
 
 
 def _check_non_negative(X):
-    """scikit-learn's check, on a NormalizedMatrix through its sources (and offset)."""
-    if not is_normalized(X):
-        check_non_negative(X, "NMF (input X)")
-        return
-    lowest = np.full(X.shape[1], np.inf)
-    for block in X.blocks:
-        source = to_host(block.source)
-        if source.shape[0] == 0:
-            continue
-        low = source.min(axis=0)
-        low = low.toarray().ravel() if sp.issparse(low) else np.asarray(low).ravel()
-        lowest[block.columns] = np.minimum(lowest[block.columns], low)
-    if X.shift is not None:
-        shift = np.asarray(to_host(X.shift), dtype=np.float64)
-        # A cell is a source value plus the offset, or the offset alone where no row is.
-        lowest = np.minimum(lowest + shift, shift)
-    else:
-        lowest = np.minimum(lowest, 0.0)
-    if (lowest < 0).any():
+    """scikit-learn's check, for any ``X``: a NormalizedMatrix finds its smallest cell over
+    its sources, on their device (see ``NormalizedMatrix.min``)."""
+    if TrainingMatrix(X).min() < 0:
         raise ValueError("Negative values in data passed to NMF (input X)")
 
 
 # ---------------------------------------------------------------------- solvers
-def _multiplicative_update(data, W, H, tol, max_iter, reg_W, reg_H, update_H, verbose):
-    """Lee and Seung's updates for the Frobenius loss, with scikit-learn's schedule."""
+def _multiplicative_update(matrix, W, H, tol, max_iter, reg_W, reg_H, update_H, progress):
+    """Lee and Seung's updates for the Frobenius loss, with scikit-learn's schedule.
+
+    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
+    every iteration, with the error where it is computed (every 10th).
+    """
     (l1_W, l2_W), (l1_H, l2_H) = reg_W, reg_H
-    xht = data.xht(H)
-    error_at_init = data.error(W, H, xht)
+    xht = _xht(matrix, H)
+    error_at_init = _reconstruction_error(matrix, W, H, xht)
     previous_error = error_at_init
     for n_iter in range(1, max_iter + 1):
         if xht is None:
-            xht = data.xht(H)
+            xht = _xht(matrix, H)
         denominator = W @ (H @ H.T)
         if l1_W > 0:
             denominator += l1_W
@@ -479,7 +481,7 @@ def _multiplicative_update(data, W, H, tol, max_iter, reg_W, reg_H, update_H, ve
         denominator[denominator == 0] = _EPSILON
         W = W * (xht / denominator)
         if update_H:
-            numerator = data.xtw(W).T
+            numerator = _xtw(matrix, W).T
             denominator = (W.T @ W) @ H
             if l1_H > 0:
                 denominator += l1_H
@@ -489,40 +491,44 @@ def _multiplicative_update(data, W, H, tol, max_iter, reg_W, reg_H, update_H, ve
             H = H * (numerator / denominator)
             xht = None
         if tol > 0 and n_iter % 10 == 0:
-            if xht is None and not isinstance(data.X, np.ndarray):
-                xht = data.xht(H)
-            error = data.error(W, H, xht)
-            if verbose:
-                print(f"Epoch {n_iter:02d} reached, error: {error:f}")
+            if xht is None and not isinstance(matrix.X, np.ndarray):
+                xht = _xht(matrix, H)
+            error = _reconstruction_error(matrix, W, H, xht)
+            progress(error=error)
             with np.errstate(divide="ignore", invalid="ignore"):
                 change = np.float64(previous_error - error) / error_at_init
             if change < tol:
                 break
             previous_error = error
+        else:
+            progress()
     return W, H, n_iter
 
 
-def _coordinate_descent(data, W, H, tol, max_iter, reg_W, reg_H, update_H, shuffle,
-                        random_state, verbose):
-    """Cyclic coordinate descent (Cichocki and Phan), with scikit-learn's schedule."""
+def _coordinate_descent(matrix, W, H, tol, max_iter, reg_W, reg_H, update_H, shuffle,
+                        random_state, progress):
+    """Cyclic coordinate descent (Cichocki and Phan), with scikit-learn's schedule.
+
+    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
+    every iteration, with the violation relative to the first one's.
+    """
     # Column-major, so that the coordinate being updated is one contiguous column.
     W = np.array(W, order="F")
     Ht = np.array(H.T, order="F")
     rng = check_random_state(random_state)
     violation_init = None
     for n_iter in range(1, max_iter + 1):
-        violation = _cd_pass(W, Ht, data.xht(Ht.T), *reg_W, shuffle, rng)
+        violation = _cd_pass(W, Ht, _xht(matrix, Ht.T), *reg_W, shuffle, rng)
         if update_H:
-            violation += _cd_pass(Ht, W, data.xtw(W), *reg_H, shuffle, rng)
+            violation += _cd_pass(Ht, W, _xtw(matrix, W), *reg_H, shuffle, rng)
         if n_iter == 1:
             violation_init = violation
         if violation_init == 0:
+            progress(violation=0.0)
             break
-        if verbose:
-            print(f"violation: {violation / violation_init}")
+        progress(violation=violation / violation_init)
         if violation / violation_init <= tol:
-            if verbose:
-                print(f"Converged at iteration {n_iter}")
+            progress.note(f"Converged at iteration {n_iter}")
             break
     return np.ascontiguousarray(W), np.ascontiguousarray(Ht.T), n_iter
 

@@ -7,10 +7,10 @@ from sklearn.decomposition import PCA
 from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import FactorizedMixin, falls_back_to_cpu, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
-from ..utils import gram, is_normalized, matmul, validate_input
+from ..utils import TrainingMatrix, is_normalized, validate_input
 
 try:  # Minka's MLE of the dimension; scikit-learn's own, to pick exactly the same rank.
     from ..utils._sklearn_compat import _infer_dimension
@@ -35,32 +35,58 @@ class FactorizedPCA(FactorizedMixin, PCA):
         As in :class:`~sklearn.decomposition.PCA`: a count, a share of variance to explain
         (``0 < n_components < 1``), Minka's MLE, or all (``min(n_samples, n_features)``).
     copy : bool, default=True
+        As in scikit-learn, for plain input; a NormalizedMatrix is never modified.
     whiten : bool, default=False
+        Scale the projections to unit variance (divide by the square roots of
+        ``explained_variance_``).
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
         Used as in scikit-learn for plain input and for the materialized path.
     tol : float, default=0.0
+        Tolerance of ``svd_solver="arpack"`` (plain input and the materialized path).
     iterated_power : int or "auto", default="auto"
+        Power iterations of ``svd_solver="randomized"`` (plain input and the materialized
+        path).
     n_oversamples : int, default=10
+        Extra random vectors of ``svd_solver="randomized"``.
     power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+        Normalizer of the power iterations of ``svd_solver="randomized"``.
     random_state : int, RandomState instance or None, default=None
+        Seeds ``svd_solver="arpack"`` and ``"randomized"``.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
+        Whether to train on the sources or on the joined matrix; "auto" lets the
+        dispatcher choose.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
+        The principal axes, by decreasing explained variance.
     explained_variance_ : ndarray of shape (n_components,)
+        Variance along each component.
     explained_variance_ratio_ : ndarray of shape (n_components,)
+        Share of the total variance along each component.
     singular_values_ : ndarray of shape (n_components,)
+        Singular values of the centered data for the components.
     mean_ : ndarray of shape (n_features,)
+        Mean of each feature over the training samples.
     n_components_ : int
+        Number of components kept.
     n_samples_ : int
+        Number of training samples.
     noise_variance_ : float
+        Mean of the variances left out (probabilistic PCA's noise).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
+        DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -104,12 +130,15 @@ class FactorizedPCA(FactorizedMixin, PCA):
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; a NormalizedMatrix is decomposed without joining it (unless the
+            dispatcher chooses to).
         y : None
             Ignored.
 
         Returns
         -------
         self : FactorizedPCA
+            The fitted estimator.
         """
         if not is_normalized(X):
             record_host_dispatch(self, X)
@@ -123,12 +152,14 @@ class FactorizedPCA(FactorizedMixin, PCA):
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data.
         y : None
             Ignored.
 
         Returns
         -------
         ndarray of shape (n_samples, n_components)
+            The training samples projected on the components.
         """
         if not is_normalized(X):
             record_host_dispatch(self, X)
@@ -137,7 +168,7 @@ class FactorizedPCA(FactorizedMixin, PCA):
         return self.transform(X)
 
     @falls_back_to_cpu
-    def _fit_normalized(self, X):
+    def _fit_normalized(self, X, *, backend):
         self._validate_params()
         X = validate_input(self, X, reset=True)
         n_samples, n_features = X.shape
@@ -146,19 +177,27 @@ class FactorizedPCA(FactorizedMixin, PCA):
         # PCA centers the data: the materialized path needs the join dense, and runs
         # scikit-learn's PCA on it.
         prepared = self._dispatch(X, OperationProfile(gram=1, dense_join=True, sklearn_fit=True,
-                                                      name=type(self).__name__))
+                                                      name=type(self).__name__),
+                                  backend=backend)
         if not is_normalized(prepared):
             fit_joined(super().fit, self, prepared)
             return
         dtype = X.dtype
         mean = np.asarray(to_host(prepared.mean(axis=0)), dtype=np.float64)
-        covariance = np.asarray(to_host(gram(prepared)), dtype=np.float64)
-        covariance -= n_samples * np.outer(mean, mean)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            covariance /= n_samples - 1
-        variances, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
-        variances = np.maximum(variances[::-1], 0.0)
-        components = _flip_signs(vectors[:, ::-1].T)
+        scatter = TrainingMatrix(prepared).gram()
+        scatter -= n_samples * np.outer(mean, mean)
+        if n_samples == 1:
+            # One sample minus its mean is exactly zero: what is left is the gram's rounding.
+            scatter[:] = 0.0
+        squares, vectors = np.linalg.eigh((scatter + scatter.T) / 2)
+        # Largest first; ties keep eigh's order (for one sample: the unit vectors in order,
+        # scikit-learn's components there).
+        order = np.argsort(-squares, kind="stable")
+        squares = np.maximum(squares[order], 0.0)  # the squared singular values of X - mean
+        components = _flip_signs(vectors[:, order].T)
+        # One sample has no variance to estimate: 0 / 0 is nan, with a RuntimeWarning, as
+        # scikit-learn's PCA gives it.
+        variances = squares / (n_samples - 1)
         total = variances.sum()
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = variances / total
@@ -173,26 +212,29 @@ class FactorizedPCA(FactorizedMixin, PCA):
         self.components_ = components[:n_components].astype(dtype)
         self.explained_variance_ = variances[:n_components].astype(dtype)
         self.explained_variance_ratio_ = ratios[:n_components].astype(dtype)
-        self.singular_values_ = np.sqrt(variances[:n_components] * (n_samples - 1)).astype(dtype)
+        self.singular_values_ = np.sqrt(squares[:n_components]).astype(dtype)
         self.noise_variance_ = float(noise)
 
+    @reads_fitted_model
     def transform(self, X):
         """Project ``X`` on the components: ``(X - mean_) @ components_.T``.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples, n_components)
+            The samples projected on the components (whitened with ``whiten=True``).
         """
         if not is_normalized(X):
             return super().transform(X)
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
         projection = self.components_.T.astype(X.dtype, copy=False)
-        out = np.asarray(to_host(matmul(X, X.backend.from_numpy(projection))))
+        out = TrainingMatrix(X).matmul(projection)
         out -= self.mean_ @ projection
         if self.whiten:
             scale = np.sqrt(self.explained_variance_)
@@ -200,16 +242,19 @@ class FactorizedPCA(FactorizedMixin, PCA):
             out /= scale
         return out
 
+    @reads_fitted_model
     def score_samples(self, X):
         """Log-likelihood of each sample under the probabilistic PCA model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            Log-likelihood of each sample.
         """
         if not is_normalized(X):
             return super().score_samples(X)
@@ -220,8 +265,8 @@ class FactorizedPCA(FactorizedMixin, PCA):
         values, vectors = np.linalg.eigh((precision + precision.T) / 2)
         root = vectors * np.sqrt(np.maximum(values, 0.0))
         centered = X - self.mean_.astype(X.dtype)
-        projected = np.asarray(to_host(matmul(centered, X.backend.from_numpy(
-            root.astype(X.dtype)))), dtype=np.float64)
+        projected = np.asarray(TrainingMatrix(centered).matmul(root.astype(X.dtype)),
+                               dtype=np.float64)
         sign, logdet = np.linalg.slogdet(precision)
         logdet = logdet if sign > 0 else -np.inf
         n_features = X.shape[1]
@@ -229,22 +274,28 @@ class FactorizedPCA(FactorizedMixin, PCA):
             n_features * np.log(2.0 * np.pi) - logdet
         )
 
+    @reads_fitted_model
     def score(self, X, y=None):
         """Average log-likelihood of the samples under the model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
         y : None
             Ignored.
 
         Returns
         -------
         float
+            Mean of :meth:`score_samples`.
         """
         if not is_normalized(X):
             return super().score(X, y)
         return float(np.mean(self.score_samples(X)))
+
+    # scikit-learn's inverse_transform, with CuPy input read on the host.
+    inverse_transform = reads_fitted_model(PCA.inverse_transform)
 
 
 def _check_n_components(n_components, svd_solver, n_samples, n_features):

@@ -1,77 +1,40 @@
-"""Pieces the linear models share: products with centering, weights, solvers, prediction.
+"""Pieces the linear models share: centering, weights, solvers, prediction.
 
-Every solver here sees the training matrix only through :class:`Products`: ``X @ W``,
-``X.T @ R``, the (weighted) gram and the column sums. ``X`` is a NormalizedMatrix on the
-factorized path and an ndarray or scipy.sparse matrix on the materialized one; either may live
-on the GPU. Centering (``fit_intercept``) is the rank-one correction ``X - 1 mu^T``, applied to
-each product algebraically, so it never builds a centered copy of ``X``.
+Every solver here sees the training matrix only through a
+:class:`~sklearn_ilargi.utils.TrainingMatrix`: ``X @ W``, ``X.T @ R``, the (weighted) gram and
+the column sums. ``X`` is a NormalizedMatrix on the factorized path and an ndarray or
+scipy.sparse matrix on the materialized one; either may live on the GPU. Centering
+(``fit_intercept``) is the training matrix's offset ``X - 1 mu^T``, a rank-one correction of
+each product, so no centered copy of ``X`` is built.
 """
 
+import numbers
 import warnings
 
 import numpy as np
 import scipy.linalg
+from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import assert_all_finite, check_is_fitted
 
-from ..utils._sklearn_compat import _check_sample_weight
+from ..utils._sklearn_compat import Interval, StrOptions, _check_sample_weight
 
-from ..backend import backend_of
-from ..base import to_host
-from ..cost import OperationProfile
-from ..utils import column_sums, gram, is_normalized, matmul, rmatmul, validate_input
+from ..base import reads_fitted_model
+from ..cost import OperationProfile, expected_iterations
+from ..utils import TrainingMatrix, validate_input
+from ..utils._progress import IterationProgress
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
 
-
-class Products:
-    """``X`` minus an optional row offset ``mu`` (``X - 1 mu^T``), seen only through products.
-
-    Parameters
-    ----------
-    X : NormalizedMatrix, ndarray or sparse matrix
-        On the CPU or the GPU; results always come back as numpy arrays.
-    offset : ndarray of shape (n_features,) or None
-    """
-
-    def __init__(self, X, offset=None):
-        self.X = X
-        self.offset = offset
-        self.shape = X.shape
-        self._backend = X.backend if is_normalized(X) else backend_of(X)
-
-    def _device(self, a):
-        return a if self._backend.name == "cpu" else self._backend.from_numpy(a)
-
-    def matmul(self, W):
-        """``(X - 1 mu^T) @ W``."""
-        out = np.asarray(to_host(matmul(self.X, self._device(W))), dtype=np.float64)
-        if self.offset is not None:
-            out = out - self.offset @ W
-        return out
-
-    def rmatmul(self, R):
-        """``(X - 1 mu^T).T @ R``."""
-        out = np.asarray(to_host(rmatmul(self.X, self._device(R))), dtype=np.float64)
-        if self.offset is not None:
-            out = out - np.multiply.outer(self.offset, R.sum(axis=0))
-        return out
-
-    def _weights(self, sample_weight):
-        """None for unit weights (the unweighted products skip a pass), else on the device."""
-        if sample_weight is None or (sample_weight == 1).all():
-            return None
-        return self._device(sample_weight)
-
-    def column_sums(self, sample_weight):
-        """``X.T @ sample_weight`` of the uncentered ``X``."""
-        return np.asarray(to_host(column_sums(self.X, self._weights(sample_weight))),
-                          dtype=np.float64)
-
-    def gram(self, sample_weight):
-        """``X.T @ diag(sample_weight) @ X`` of the uncentered ``X``."""
-        return np.asarray(to_host(gram(self.X, self._weights(sample_weight))),
-                          dtype=np.float64)
+#: The parameter constraints that the linear models share (scikit-learn's format).
+SHARED_CONSTRAINTS = {
+    "fit_intercept": ["boolean"],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_rate": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+    "verbose": ["verbose"],
+    "strategy": [StrOptions({"auto", "factorized", "materialized"})],
+    "backend": [StrOptions({"auto", "cpu", "gpu"})],
+}
 
 
 # ---------------------------------------------------------------------- validation
@@ -83,8 +46,13 @@ def check_fit_input(estimator, X, y, sample_weight, *, classifier=False):
         X, y = validate_input(estimator, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True,
                               multi_output=True)
         y = np.asarray(y, dtype=np.float64)
-    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                         ensure_non_negative=True)
+        # An object y holding None passes scikit-learn's check as an object, and is NaN now.
+        assert_all_finite(y, input_name="y")
+    # Checked against a host placeholder of X's length: the weights are a numpy array
+    # whatever X is (a NormalizedMatrix, or an array under array_api_dispatch), and the
+    # products move them where X lives.
+    sample_weight = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
+                                         dtype=np.float64, ensure_non_negative=True)
     return X, y, sample_weight
 
 
@@ -92,21 +60,27 @@ def linear_predict(estimator, X):
     """``X @ coef_.T + intercept_``, factorized when ``X`` is a NormalizedMatrix."""
     check_is_fitted(estimator)
     X = validate_input(estimator, X, reset=False, accept_sparse=ACCEPT_SPARSE)
-    return np.asarray(to_host(matmul(X, estimator.coef_.T))) + estimator.intercept_
+    return TrainingMatrix(X).matmul(estimator.coef_.T) + estimator.intercept_
 
 
 # ---------------------------------------------------------------------- least squares
-def weighted_means(products, y, sample_weight, fit_intercept):
+def weighted_means(matrix, y, sample_weight, fit_intercept):
     """Weighted column means of ``X`` and ``y`` (zeros without an intercept)."""
     if not fit_intercept:
-        return np.zeros(products.shape[1]), np.zeros(y.shape[1:])
+        return np.zeros(matrix.shape[1]), np.zeros(y.shape[1:])
     total = sample_weight.sum()
-    return products.column_sums(sample_weight) / total, sample_weight @ y / total
+    return matrix.column_sums(_unless_unit(sample_weight)) / total, sample_weight @ y / total
 
 
-def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0.0):
-    """``(G + alpha I)^{-1} B``, or the minimum-norm solution of ``G x = B`` where
-    ``alpha == 0``.
+def _unless_unit(sample_weight):
+    """None for unit weights, with which the unweighted gram and sums skip a pass."""
+    return None if (sample_weight == 1).all() else sample_weight
+
+
+def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0.0,
+                           penalty=None):
+    """``(G + alpha P)^{-1} B``, or the minimum-norm solution of ``G x = B`` where
+    ``alpha == 0``; ``P`` is diagonal, the identity by default.
 
     Parameters
     ----------
@@ -120,6 +94,8 @@ def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0
     rcond : float, default=0.0
         Without penalty, singular values of ``sqrt(W) Xc`` below ``rcond`` times the largest
         count as zero (``cond`` of ``scipy.linalg.lstsq``).
+    penalty : ndarray of shape (c,), default=None
+        The diagonal of ``P``: the penalty's weight on each coefficient (all 1 when None).
 
     Returns
     -------
@@ -129,15 +105,15 @@ def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0
     """
     out = np.empty_like(rhs)
     rank = gram_centered.shape[0]
-    identity = np.eye(gram_centered.shape[0])
+    penalty = np.ones(rank) if penalty is None else penalty
     for value in np.unique(alpha[alpha > 0]):
         targets = alpha == value
+        penalized = gram_centered + np.diag(value * penalty)
         try:
-            out[:, targets] = scipy.linalg.solve(
-                gram_centered + value * identity, rhs[:, targets], assume_a="pos")
+            out[:, targets] = scipy.linalg.solve(penalized, rhs[:, targets], assume_a="pos")
         except np.linalg.LinAlgError:
             out[:, targets], _ = minimum_norm_solve(
-                gram_centered + value * identity, rhs[:, targets], gram_raw_diagonal + value)
+                penalized, rhs[:, targets], gram_raw_diagonal + value * penalty)
     unpenalized = alpha == 0
     if unpenalized.any():
         out[:, unpenalized], rank = minimum_norm_solve(
@@ -191,7 +167,7 @@ def _well_conditioned_solve(gram, rhs, threshold):
 
     Full rank means every eigenvalue above ``threshold`` times the largest; the 1-norm
     condition bounds the eigenvalue ratio within a factor ``c``. Then the solution is unique
-    and the eigendecomposition (20-40x slower at 98 columns in our profiling) is not needed.
+    and the eigendecomposition, many times the work of a Cholesky factor, is not needed.
     """
     try:
         factor = scipy.linalg.cho_factor(gram)
@@ -205,11 +181,17 @@ def _well_conditioned_solve(gram, rhs, threshold):
     return scipy.linalg.cho_solve(factor, rhs)
 
 
-def least_squares_closed_form(products, y, sample_weight, alpha, fit_intercept, rcond=0.0):
+def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rcond=0.0):
     """Exact (ridge) least squares from the weighted gram, centered algebraically.
 
     ``rcond`` is the relative singular-value cutoff of the unpenalized targets (see
     :func:`minimum_norm_solve`).
+
+    Where the normal equations overflow (values beyond about ``1e154``, whose squares pass
+    float64's range), they are formed again with every column of ``X`` and of ``y`` divided by
+    a power of two within a factor 2 of its largest magnitude: an exact rescaling, whose
+    solution (with the penalty rescaled to match) gives the same coefficients once scaled
+    back, as ``scipy.linalg.lstsq`` finds them without squaring.
 
     Returns
     -------
@@ -218,28 +200,60 @@ def least_squares_closed_form(products, y, sample_weight, alpha, fit_intercept, 
     y_mean : ndarray of shape (t,)
     rank : int
     """
-    x_mean, y_mean = weighted_means(products, y, sample_weight, fit_intercept)
+    solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond)
+    if solution is not None:
+        return solution
+    x_scale = _power_of_two(matrix.column_magnitudes())
+    y_scale = _power_of_two(np.abs(y).max(axis=0))
+    scaled = matrix.scale_columns(1.0 / x_scale)
+    solution = _normal_equations(scaled, y / y_scale, sample_weight, alpha, fit_intercept,
+                                 rcond, penalty=(1.0 / x_scale) ** 2)
+    if solution is None:
+        raise ValueError("The least-squares problem overflows float64 even with the columns "
+                         "of X and y scaled to magnitudes near 1.")
+    coef, x_mean, y_mean, rank = solution
+    return (coef * (y_scale[None, :] / x_scale[:, None]), x_mean * x_scale, y_mean * y_scale,
+            rank)
+
+
+def _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond, penalty=None):
+    """What :func:`least_squares_closed_form` returns, or None where the gram or ``X.T @ y``
+    is not finite (it overflowed)."""
+    x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
     total = sample_weight.sum()
-    gram_raw = products.gram(sample_weight)
-    gram_centered = gram_raw - total * np.multiply.outer(x_mean, x_mean)
-    gram_centered = (gram_centered + gram_centered.T) / 2
-    rhs = products.rmatmul(sample_weight[:, None] * y)
-    rhs -= total * np.multiply.outer(x_mean, y_mean)
+    with np.errstate(over="ignore", invalid="ignore"):
+        gram_raw = matrix.gram(_unless_unit(sample_weight))
+        gram_centered = gram_raw - total * np.multiply.outer(x_mean, x_mean)
+        gram_centered = (gram_centered + gram_centered.T) / 2
+        rhs = matrix.rmatmul(sample_weight[:, None] * y)
+        rhs -= total * np.multiply.outer(x_mean, y_mean)
+    if not (np.isfinite(gram_centered).all() and np.isfinite(rhs).all()):
+        return None
     coef, rank = solve_normal_equations(gram_centered, rhs, alpha, np.diag(gram_raw).copy(),
-                                        rcond)
+                                        rcond, penalty)
     return coef, x_mean, y_mean, rank
 
 
-def least_squares_gd(products, y, sample_weight, alpha, fit_intercept, *, learning_rate,
-                     max_iter, tol, coef_init=None):
+def _power_of_two(magnitude):
+    """Per entry a power of two in ``(magnitude / 2, magnitude]`` (1 where it is 0): dividing
+    by it changes no digit."""
+    _, exponent = np.frexp(magnitude)
+    return np.where(magnitude > 0, np.ldexp(1.0, exponent - 1), 1.0)
+
+
+def least_squares_gd(matrix, y, sample_weight, alpha, fit_intercept, *, learning_rate,
+                     max_iter, tol, coef_init=None, progress=None):
     """Batch gradient descent on ``(||sqrt(w) (Xc B - yc)||^2 + alpha ||B||^2) / (2 sum w)``.
+
+    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
+    every iteration; see :func:`gradient_descent` for the stopping rules.
 
     Returns
     -------
     coef, x_mean, y_mean, n_iter
     """
-    x_mean, y_mean = weighted_means(products, y, sample_weight, fit_intercept)
-    centered = Products(products.X, x_mean if fit_intercept else None)
+    x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
+    centered = TrainingMatrix(matrix.X, x_mean if fit_intercept else None)
     total = sample_weight.sum()
     residual_target = y - y_mean
 
@@ -250,17 +264,17 @@ def least_squares_gd(products, y, sample_weight, alpha, fit_intercept, *, learni
     if learning_rate == "auto":
         curvature = top_eigenvalue(centered, sample_weight) / total + alpha.max() / total
         learning_rate = 1.0 / max(curvature, np.finfo(np.float64).tiny)
-    coef = np.zeros((products.shape[1], y.shape[1])) if coef_init is None else coef_init
-    coef, n_iter = gradient_descent(gradient, coef, learning_rate, max_iter, tol)
+    coef = np.zeros((matrix.shape[1], y.shape[1])) if coef_init is None else coef_init
+    coef, n_iter = gradient_descent(gradient, coef, learning_rate, max_iter, tol, progress)
     return coef, x_mean, y_mean, n_iter
 
 
-def top_eigenvalue(products, sample_weight, *, extra_column=False, n_steps=30, seed=0):
+def top_eigenvalue(matrix, sample_weight, *, extra_column=False, n_steps=30, seed=0):
     """Largest eigenvalue of ``A.T diag(w) A`` by power iteration (``A`` = X, plus ones).
 
     Over-estimated by 10% so that a step of ``1 / value`` is safe for gradient descent.
     """
-    n_columns = products.shape[1] + int(extra_column)
+    n_columns = matrix.shape[1] + int(extra_column)
     vector = np.random.default_rng(seed).standard_normal(n_columns)
     value = 0.0
     for _ in range(n_steps):
@@ -268,11 +282,11 @@ def top_eigenvalue(products, sample_weight, *, extra_column=False, n_steps=30, s
         if norm == 0:
             break
         vector = vector / norm
-        image = products.matmul(vector[: products.shape[1]])
+        image = matrix.matmul(vector[: matrix.shape[1]])
         if extra_column:
             image = image + vector[-1]
         image = sample_weight * image
-        new = products.rmatmul(image[:, None])[:, 0]
+        new = matrix.rmatmul(image[:, None])[:, 0]
         if extra_column:
             new = np.append(new, image.sum())
         value = float(vector @ new)
@@ -280,21 +294,56 @@ def top_eigenvalue(products, sample_weight, *, extra_column=False, n_steps=30, s
     return 1.1 * value
 
 
-def gradient_descent(gradient, coef, learning_rate, max_iter, tol):
+def gradient_descent(gradient, coef, learning_rate, max_iter, tol, progress=None):
     """``coef -= learning_rate * gradient(coef)`` until ``|g| <= tol * |g_0|``.
+
+    On the convex, ``L``-smooth objectives of the linear models, a step of at most ``2 / L``
+    never lets the gradient's norm grow. A norm above the initial one, or a gradient that is
+    not finite, therefore means the step is too large and the descent diverges: it stops
+    there, warns with :class:`~sklearn.exceptions.ConvergenceWarning`, and returns the
+    iterate with the smallest gradient seen, so that the coefficients are always finite.
+
+    Parameters
+    ----------
+    gradient : callable
+        ``gradient(coef)``, an array of ``coef``'s shape.
+    coef : ndarray
+        The start.
+    learning_rate : float
+    max_iter : int
+    tol : float
+    progress : IterationProgress, optional
+        Told of every iteration, with the gradient's norm.
 
     Returns
     -------
     coef, n_iter
     """
     grad = gradient(coef)
-    initial = np.linalg.norm(grad)
+    initial = norm = float(np.linalg.norm(grad))
+    best, best_norm = coef, norm
+    diverged = not np.isfinite(initial)
     n_iter = 0
-    while n_iter < max_iter and np.linalg.norm(grad) > tol * initial:
+    while not diverged and n_iter < max_iter and norm > tol * initial:
         coef = coef - learning_rate * grad
         grad = gradient(coef)
+        norm = float(np.linalg.norm(grad))
         n_iter += 1
-    if initial > 0 and np.linalg.norm(grad) > tol * initial:
+        if progress is not None:
+            progress(gradient_norm=norm)
+        diverged = not norm <= initial  # also where the norm is NaN
+        if norm < best_norm:
+            best, best_norm = coef, norm
+    if diverged:
+        warnings.warn(
+            f"Gradient descent diverged at iteration {n_iter}: the gradient's norm grew from "
+            f"{initial:.3g} to {norm:.3g}, so the step (learning_rate={learning_rate:.3g}) is "
+            "too large. Stopped there and kept the coefficients with the smallest gradient "
+            "seen; lower learning_rate, or use learning_rate='auto'.",
+            ConvergenceWarning,
+        )
+        return best, n_iter
+    if initial > 0 and norm > tol * initial:
         warnings.warn(
             f"Gradient descent did not converge within max_iter={max_iter} iterations; "
             "increase max_iter or learning_rate.",
@@ -303,33 +352,27 @@ def gradient_descent(gradient, coef, learning_rate, max_iter, tol):
     return coef, n_iter
 
 
-def check_learning_rate(learning_rate):
-    if isinstance(learning_rate, str):
-        if learning_rate != "auto":
-            raise ValueError(f"learning_rate must be 'auto' or a positive float, got "
-                             f"{learning_rate!r}.")
-        return learning_rate
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be 'auto' or a positive float, got "
-                         f"{learning_rate!r}.")
-    return float(learning_rate)
-
-
 class LeastSquaresRegressorMixin:
-    """``predict`` and the tags that the least-squares regressors share."""
+    """``predict``, ``score`` and the tags that the least-squares regressors share."""
 
+    @reads_fitted_model
     def predict(self, X):
         """Predict with the fitted linear model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``X @ coef_.T + intercept_``.
         """
         return linear_predict(self, X)
+
+    # scikit-learn's score calls predict, which must then give host results.
+    score = reads_fitted_model(RegressorMixin.score)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -338,10 +381,12 @@ class LeastSquaresRegressorMixin:
         return tags
 
 
-def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, rcond=0.0):
+def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, rcond=0.0,
+                      backend):
     """The body of a least-squares ``fit`` after validation: dispatch, solve, set ``coef_``.
 
-    Closed form from the gram, or gradient descent when ``gd``.
+    Closed form from the gram, or gradient descent when ``gd``; ``backend`` is what the fit's
+    body got from :func:`~sklearn_ilargi.base.falls_back_to_cpu`.
 
     Returns
     -------
@@ -353,20 +398,24 @@ def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, r
     """
     name = type(estimator).__name__
     if gd:
-        learning_rate = check_learning_rate(estimator.learning_rate)
-        profile = OperationProfile(matmul=max_iter + 30, rmatmul=max_iter + 31,
-                                   width=y2.shape[1], iterations=max_iter, name=name)
-        products = Products(estimator._dispatch(X, profile))
-        coef, x_mean, y_mean, n_iter = least_squares_gd(
-            products, y2, sample_weight, alpha, estimator.fit_intercept,
-            learning_rate=learning_rate, max_iter=max_iter, tol=estimator.tol,
-        )
+        iterations = expected_iterations(max_iter, estimator.tol)
+        # The power iteration of learning_rate="auto" adds 30 products each way.
+        profile = OperationProfile(matmul=iterations + 30, rmatmul=iterations + 31,
+                                   width=y2.shape[1], iterations=iterations,
+                                   max_iter=max_iter, name=name)
+        matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
+        with IterationProgress(estimator.verbose, max_iter, name) as progress:
+            coef, x_mean, y_mean, n_iter = least_squares_gd(
+                matrix, y2, sample_weight, alpha, estimator.fit_intercept,
+                learning_rate=estimator.learning_rate, max_iter=max_iter, tol=estimator.tol,
+                progress=progress,
+            )
         rank = None
     else:
         profile = OperationProfile(gram=1, rmatmul=2, width=y2.shape[1], name=name)
-        products = Products(estimator._dispatch(X, profile))
+        matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
         coef, x_mean, y_mean, rank = least_squares_closed_form(
-            products, y2, sample_weight, alpha, estimator.fit_intercept, rcond=rcond
+            matrix, y2, sample_weight, alpha, estimator.fit_intercept, rcond=rcond
         )
         n_iter = 1
     return coef, x_mean, y_mean, n_iter, rank

@@ -1,10 +1,14 @@
 """Ordinary least squares over a NormalizedMatrix: FactorizedLinearRegression."""
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ._base import (
+    SHARED_CONSTRAINTS,
     LeastSquaresRegressorMixin,
     check_fit_input,
     fit_least_squares,
@@ -37,9 +41,14 @@ class FactorizedLinearRegression(
         ``"gd"``: batch gradient descent through ``X @ w`` and ``X.T @ r``.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is ``1 / L`` with ``L`` the curvature,
-        estimated by power iteration.
+        estimated by power iteration. A step so large that the gradient grows stops the
+        descent with a ``ConvergenceWarning`` (see
+        :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
     max_iter : int, default=1000
         Most iterations of ``solver="gd"``.
+    verbose : int, default=0
+        ``solver="gd"``: report every iteration with an estimate of the time left (through
+        tqdm where it is installed). 0 defers to the ``verbose`` setting.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
         Whether to train on the sources or on the joined matrix; "auto" lets the
         dispatcher choose.
@@ -49,18 +58,24 @@ class FactorizedLinearRegression(
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        Coefficients of the features, one row per target for a 2-D ``y``.
     intercept_ : float or ndarray of shape (n_targets,)
+        The intercept; 0 with ``fit_intercept=False``.
     rank_ : int
         Rank of the (centered) training matrix; only with the closed form.
     n_iter_ : int
         Iterations of ``solver="gd"``; 1 for the closed form (one direct solve).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
         DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -82,37 +97,51 @@ class FactorizedLinearRegression(
     'factorized'
     """
 
+    _parameter_constraints: dict = {
+        **SHARED_CONSTRAINTS,
+        "solver": [StrOptions({"auto", "lstsq", "gd"})],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, *, fit_intercept=True, tol=1e-6, solver="auto", learning_rate="auto",
-                 max_iter=1000, strategy="auto", backend="auto"):
+                 max_iter=1000, verbose=0, strategy="auto", backend="auto"):
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.solver = solver
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.verbose = verbose
         self.strategy = strategy
         self.backend = backend
 
-    @falls_back_to_cpu
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the linear model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; a NormalizedMatrix is trained on without joining it (unless the
+            dispatcher chooses to).
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Target values.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample; None weighs every sample 1.
 
         Returns
         -------
         self : FactorizedLinearRegression
+            The fitted estimator.
         """
-        if self.solver not in ("auto", "lstsq", "gd"):
-            raise ValueError(f"solver must be 'auto', 'lstsq' or 'gd', got {self.solver!r}.")
+        return self._fit(X, y, sample_weight)
+
+    @falls_back_to_cpu
+    def _fit(self, X, y, sample_weight, *, backend):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
         coef, x_mean, y_mean, self.n_iter_, self.rank_ = fit_least_squares(
             self, X, y2, sample_weight, np.zeros(y2.shape[1]), gd=self.solver == "gd",
-            max_iter=self.max_iter, rcond=self.tol,
+            max_iter=self.max_iter, rcond=self.tol, backend=backend,
         )
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self

@@ -6,7 +6,7 @@ The objective is scikit-learn's (``LogisticRegression`` with the lbfgs solver)::
 
 with the half binomial loss (two classes, one column of ``W``) or the half multinomial loss
 (``K >= 3`` classes, one column per class). The intercept ``b`` is not penalized. Since ``X``
-is reached only through :class:`~sklearn_ilargi.linear_model._base.Products`, the same loss
+is reached only through a :class:`~sklearn_ilargi.utils.TrainingMatrix`, the same loss
 serves the factorized path and the materialized one.
 """
 
@@ -17,11 +17,11 @@ from ._base import top_eigenvalue
 
 
 class LogisticLoss:
-    """Loss and gradient of L2-penalized logistic regression over ``products``.
+    """Loss and gradient of L2-penalized logistic regression over ``matrix``.
 
     Parameters
     ----------
-    products : Products
+    matrix : TrainingMatrix
         ``X`` of shape (n_samples, n_features).
     y : ndarray of int of shape (n_samples,)
         Class indices in ``[0, n_classes)``.
@@ -38,9 +38,9 @@ class LogisticLoss:
     ``n_outputs`` is 1 for two classes and ``n_classes`` beyond.
     """
 
-    def __init__(self, products, y, n_classes, sample_weight, fit_intercept, l2_reg_strength):
-        self.products = products
-        self.n_features = products.shape[1]
+    def __init__(self, matrix, y, n_classes, sample_weight, fit_intercept, l2_reg_strength):
+        self.matrix = matrix
+        self.n_features = matrix.shape[1]
         self.n_outputs = 1 if n_classes == 2 else n_classes
         self.binary = n_classes == 2
         self.fit_intercept = fit_intercept
@@ -65,7 +65,7 @@ class LogisticLoss:
 
     def raw_prediction(self, flat):
         coef, intercept = self.unpack(flat)
-        return self.products.matmul(coef) + intercept
+        return self.matrix.matmul(coef) + intercept
 
     def loss_gradient(self, flat):
         """(objective, gradient as a flat vector) at ``flat``."""
@@ -81,7 +81,7 @@ class LogisticLoss:
         weighted = residual * (self.sample_weight / self.weight_sum)[:, None]
         loss = float(self.sample_weight @ pointwise) / self.weight_sum
         loss += 0.5 * self.l2_reg_strength * float(np.sum(coef * coef))
-        grad_coef = self.products.rmatmul(weighted) + self.l2_reg_strength * coef
+        grad_coef = self.matrix.rmatmul(weighted) + self.l2_reg_strength * coef
         if self.fit_intercept:
             grad = np.vstack([grad_coef, weighted.sum(axis=0)[None, :]])
         else:
@@ -96,6 +96,6 @@ class LogisticLoss:
         its inverse. The logistic Hessian is at most 1/4 (binomial) or 1/2 (multinomial) times
         the weighted gram of ``[X, 1]``."""
         factor = 0.25 if self.binary else 0.5
-        top = top_eigenvalue(self.products, self.sample_weight,
+        top = top_eigenvalue(self.matrix, self.sample_weight,
                              extra_column=self.fit_intercept)
         return factor * top / self.weight_sum + self.l2_reg_strength

@@ -1,5 +1,6 @@
 """L2-penalized logistic regression over a NormalizedMatrix: FactorizedLogisticRegression."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -10,24 +11,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..base import FactorizedMixin, falls_back_to_cpu
-from ..cost import OperationProfile
-from ..utils import one_blas_thread
+from .._config import get_config
+from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
+from ..cost import OperationProfile, expected_iterations
+from ..utils import TrainingMatrix, one_blas_thread
+from ..utils._progress import IterationProgress
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ._base import (
-    Products,
+    SHARED_CONSTRAINTS,
     check_fit_input,
-    check_learning_rate,
     gradient_descent,
     linear_predict,
 )
 from ._linear_loss import LogisticLoss
-
-ONE_THREAD_CELLS = 1 << 22
-"""Solve on one BLAS thread when ``X`` has fewer cells (32 MiB of float64). The solver
-alternates matrix-vector products with its own small steps; with two BLAS threads, each
-product paid for waking the other thread: L-BFGS over a 3,598 x 135 join took 185-290 ms on
-two threads and 15-21 ms on one, and two threads were no faster up to 40 million cells."""
-
 
 class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimator):
     """Logistic regression (binomial or multinomial, L2 penalty), trained on the sources.
@@ -48,31 +44,50 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
     class_weight : dict, "balanced" or None, default=None
         Weights per class, multiplied into ``sample_weight``.
     tol : float, default=1e-4
-        lbfgs: stop once the largest gradient entry is below ``tol`` (scipy's ``gtol``).
-        gd: stop once the gradient's norm falls below ``tol`` times its initial norm.
+        Stopping tolerance. ``"lbfgs"``: stop once the largest gradient entry is below
+        ``tol`` (scipy's ``gtol``). ``"gd"``: stop once the gradient's norm falls below
+        ``tol`` times its initial norm.
     max_iter : int, default=100
         Most iterations of the solver.
     solver : {"lbfgs", "gd"}, default="lbfgs"
         ``"lbfgs"``: scipy's L-BFGS-B. ``"gd"``: batch gradient descent.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is the inverse of an upper bound of the
-        curvature, from power iteration.
+        curvature, from power iteration. A step so large that the gradient grows stops the
+        descent with a ``ConvergenceWarning`` (see
+        :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
+    verbose : int, default=0
+        Report every iteration of the solver with an estimate of the time left (through
+        tqdm where it is installed). 0 defers to the ``verbose`` setting.
     warm_start : bool, default=False
         Start from the previous fit's coefficients when their shape fits.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
+        Whether to train on the sources or on the joined matrix; "auto" lets the
+        dispatcher choose.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Coefficients of the features: one row for two classes, one per class beyond.
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        The intercepts; zeros with ``fit_intercept=False``.
     n_iter_ : ndarray of shape (1,)
+        Iterations of the solver.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
+        DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -93,9 +108,18 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
     (6, 2)
     """
 
+    _parameter_constraints: dict = {
+        **SHARED_CONSTRAINTS,
+        "C": [Interval(numbers.Real, 0, None, closed="right")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "solver": [StrOptions({"lbfgs", "gd"})],
+        "warm_start": ["boolean"],
+    }
+
     def __init__(self, *, C=1.0, fit_intercept=True, class_weight=None, tol=1e-4,
-                 max_iter=100, solver="lbfgs", learning_rate="auto", warm_start=False,
-                 strategy="auto", backend="auto"):
+                 max_iter=100, solver="lbfgs", learning_rate="auto", verbose=0,
+                 warm_start=False, strategy="auto", backend="auto"):
         self.C = C
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
@@ -103,25 +127,34 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         self.max_iter = max_iter
         self.solver = solver
         self.learning_rate = learning_rate
+        self.verbose = verbose
         self.warm_start = warm_start
         self.strategy = strategy
         self.backend = backend
 
-    @falls_back_to_cpu
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; a NormalizedMatrix is trained on without joining it (unless the
+            dispatcher chooses to).
         y : array-like of shape (n_samples,)
+            Class labels, at least two distinct ones.
         sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample; None weighs every sample 1.
 
         Returns
         -------
         self : FactorizedLogisticRegression
+            The fitted estimator.
         """
-        self._check_params()
+        return self._fit(X, y, sample_weight)
+
+    @falls_back_to_cpu
+    def _fit(self, X, y, sample_weight, *, backend):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight, classifier=True)
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
@@ -136,36 +169,35 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
             sample_weight = sample_weight * weights[y_index]
         self.classes_ = classes
         n_outputs = 1 if len(classes) == 2 else len(classes)
-        profile = OperationProfile(matmul=self.max_iter, rmatmul=self.max_iter,
-                                   width=n_outputs, iterations=self.max_iter,
+        iterations = expected_iterations(self.max_iter, self.tol)
+        profile = OperationProfile(matmul=iterations, rmatmul=iterations, width=n_outputs,
+                                   iterations=iterations, max_iter=self.max_iter,
                                    classes=len(classes), name=type(self).__name__)
-        products = Products(self._dispatch(X, profile))
+        matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
         l2 = 0.0 if np.isinf(self.C) else 1.0 / (self.C * sample_weight.sum())
-        loss = LogisticLoss(products, y_index, len(classes), sample_weight,
+        loss = LogisticLoss(matrix, y_index, len(classes), sample_weight,
                             self.fit_intercept, l2)
         start = self._initial_coef(loss)
-        with one_blas_thread(X.shape[0] * X.shape[1] < ONE_THREAD_CELLS):
+        # Below ``one_thread_cells`` the solver runs on one BLAS thread: it alternates
+        # matrix-vector products with its own small steps, and with more threads each product
+        # pays for waking the others, more than they bring at that size
+        # (``benchmarks/estimators.py`` times the fits).
+        small = X.shape[0] * X.shape[1] < get_config()["one_thread_cells"]
+        progress = IterationProgress(self.verbose, self.max_iter, type(self).__name__)
+        with one_blas_thread(small), progress:
             if self.solver == "gd":
-                learning_rate = check_learning_rate(self.learning_rate)
+                learning_rate = self.learning_rate
                 if learning_rate == "auto":
                     learning_rate = 1.0 / loss.curvature()
                 flat, n_iter = gradient_descent(loss.gradient, start, learning_rate,
-                                                self.max_iter, self.tol)
+                                                self.max_iter, self.tol, progress)
             else:
-                flat, n_iter = _lbfgs(loss, start, self.max_iter, self.tol)
+                flat, n_iter = _lbfgs(loss, start, self.max_iter, self.tol, progress)
         coef, intercept = loss.unpack(flat)
         self.coef_ = np.ascontiguousarray(coef.T)
         self.intercept_ = np.array(intercept, dtype=np.float64)
         self.n_iter_ = np.array([n_iter], dtype=np.int32)
         return self
-
-    def _check_params(self):
-        if self.solver not in ("lbfgs", "gd"):
-            raise ValueError(f"solver must be 'lbfgs' or 'gd', got {self.solver!r}.")
-        if not self.C > 0:
-            raise ValueError(f"C must be positive, got {self.C!r}.")
-        if not self.max_iter >= 0:
-            raise ValueError(f"max_iter must be non-negative, got {self.max_iter!r}.")
 
     def _initial_coef(self, loss):
         start = np.zeros(loss.n_parameters)
@@ -177,46 +209,55 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
                 start = previous.ravel().copy()
         return start
 
+    @reads_fitted_model
     def decision_function(self, X):
-        """Signed distance to the hyperplane: shape (n_samples,) for two classes, else
-        (n_samples, n_classes).
+        """Confidence scores: the signed distance of each sample to the hyperplane.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
-        ndarray
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``X @ coef_.T + intercept_``: one column for two classes (positive for
+            ``classes_[1]``), one per class beyond.
         """
         scores = linear_predict(self, X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
+    @reads_fitted_model
     def predict(self, X):
         """Most likely class of each sample.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            A label of ``classes_`` per sample.
         """
         scores = self.decision_function(X)
         index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[index]
 
+    @reads_fitted_model
     def predict_proba(self, X):
         """Probability of each class.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            Each sample's probabilities, in the order of ``classes_``; rows sum to 1.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -224,21 +265,27 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
             return np.column_stack([1 - positive, positive])
         return softmax(scores, axis=1)
 
+    @reads_fitted_model
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The samples; a NormalizedMatrix is multiplied over its sources.
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            Each sample's log-probabilities, in the order of ``classes_``.
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return np.column_stack([-np.logaddexp(0, scores), -np.logaddexp(0, -scores)])
         return log_softmax(scores, axis=1)
+
+    # scikit-learn's score calls predict, which must then give host results.
+    score = reads_fitted_model(ClassifierMixin.score)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -246,12 +293,17 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         return tags
 
 
-def _lbfgs(loss, start, max_iter, tol):
-    """L-BFGS-B with scikit-learn's settings; (solution, iterations)."""
+def _lbfgs(loss, start, max_iter, tol, progress):
+    """L-BFGS-B with scikit-learn's settings; (solution, iterations).
+
+    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
+    every iteration, with the objective.
+    """
     result = scipy.optimize.minimize(
         loss.loss_gradient, start, method="L-BFGS-B", jac=True,
         options={"maxiter": max_iter, "maxls": 50, "gtol": tol,
                  "ftol": 64 * np.finfo(float).eps},
+        callback=lambda intermediate_result: progress(loss=intermediate_result.fun),
     )
     n_iter = min(result.nit, max_iter)
     if result.status != 0:

@@ -6,7 +6,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..base import FactorizedMixin, falls_back_to_cpu
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ._base import (
+    SHARED_CONSTRAINTS,
     LeastSquaresRegressorMixin,
     check_fit_input,
     fit_least_squares,
@@ -31,6 +33,7 @@ class FactorizedRidge(
         L2 penalty, non-negative; one per target when ``y`` has several columns. ``0`` gives
         the minimum-norm least-squares solution.
     fit_intercept : bool, default=True
+        Whether to fit an (unpenalized) intercept, through centering, which stays factorized.
     max_iter : int, default=None
         Most iterations of ``solver="gd"`` (1000 when None).
     tol : float, default=1e-4
@@ -41,21 +44,37 @@ class FactorizedRidge(
         descent through ``X @ w`` and ``X.T @ r``.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is ``1 / L`` with ``L`` the curvature,
-        estimated by power iteration.
+        estimated by power iteration. A step so large that the gradient grows stops the
+        descent with a ``ConvergenceWarning`` (see
+        :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
+    verbose : int, default=0
+        ``solver="gd"``: report every iteration with an estimate of the time left (through
+        tqdm where it is installed). 0 defers to the ``verbose`` setting.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
+        Whether to train on the sources or on the joined matrix; "auto" lets the
+        dispatcher choose.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        Coefficients of the features, one row per target for a 2-D ``y``.
     intercept_ : float or ndarray of shape (n_targets,)
+        The intercept; 0 with ``fit_intercept=False``.
     n_iter_ : ndarray of shape (n_targets,)
         Iterations of ``solver="gd"``; 1 for the closed form (one direct solve).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Defined when ``X`` has feature names (``NormalizedMatrix.feature_names`` or a
+        DataFrame's columns).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -77,41 +96,56 @@ class FactorizedRidge(
     array([1.08, 2.42, 3.42, 4.08])
     """
 
+    _parameter_constraints: dict = {
+        **SHARED_CONSTRAINTS,
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "solver": [StrOptions({"auto", "cholesky", "gd"})],
+    }
+
     def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=None, tol=1e-4,
-                 solver="auto", learning_rate="auto", strategy="auto", backend="auto"):
+                 solver="auto", learning_rate="auto", verbose=0, strategy="auto",
+                 backend="auto"):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
         self.learning_rate = learning_rate
+        self.verbose = verbose
         self.strategy = strategy
         self.backend = backend
 
-    @falls_back_to_cpu
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the ridge model.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; a NormalizedMatrix is trained on without joining it (unless the
+            dispatcher chooses to).
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Target values.
         sample_weight : float or array-like of shape (n_samples,), default=None
+            Weight of each sample (one float for all); None weighs every sample 1.
 
         Returns
         -------
         self : FactorizedRidge
+            The fitted estimator.
         """
-        if self.solver not in ("auto", "cholesky", "gd"):
-            raise ValueError(
-                f"solver must be 'auto', 'cholesky' or 'gd', got {self.solver!r}."
-            )
+        return self._fit(X, y, sample_weight)
+
+    @falls_back_to_cpu
+    def _fit(self, X, y, sample_weight, *, backend):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
         alpha = _check_alpha(self.alpha, y2.shape[1])
         max_iter = 1000 if self.max_iter is None else self.max_iter
         coef, x_mean, y_mean, n_iter, _ = fit_least_squares(
-            self, X, y2, sample_weight, alpha, gd=self.solver == "gd", max_iter=max_iter
+            self, X, y2, sample_weight, alpha, gd=self.solver == "gd", max_iter=max_iter,
+            backend=backend,
         )
         self.n_iter_ = np.full(y2.shape[1], n_iter, dtype=np.int32)
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
@@ -119,7 +153,8 @@ class FactorizedRidge(
 
 
 def _check_alpha(alpha, n_targets):
-    """``alpha`` as one non-negative value per target."""
+    """``alpha`` as one non-negative value per target (the parameter constraints check a
+    single value; this checks an array's length and entries)."""
     if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
         values = np.full(n_targets, float(alpha))
     else:

@@ -15,6 +15,7 @@ from ._parse import (
     check_n_columns,
     check_source,
     check_unique_targets,
+    plain_array,
     result_dtype,
     source_name,
 )
@@ -29,18 +30,29 @@ class NormalizedMatrix:
     stays factorized. Products, grams, sums, element-wise maps and row selection run over the
     sources; only :meth:`materialize` (or ``numpy.asarray``, with a warning) builds ``T``.
 
-    Build one with :meth:`from_matrices` (or from tables with ``from_tables``).
+    Build one with :meth:`from_matrices` (or from tables with
+    :func:`~sklearn_ilargi.from_tables`); the constructor takes blocks that are already
+    disjoint and checks nothing.
 
-    Attributes
+    Parameters
     ----------
-    shape : tuple of int
-    dtype : numpy.dtype
-        float32 when every source is float32, float64 otherwise.
     blocks : list of Block
-        The disjoint blocks ``T = sum_b G_b S_b P_b^T``.
-    shift : ndarray of shape (n_columns,) or None
-    feature_names : ndarray of str or None
-    device : {"cpu", "gpu"}
+        The disjoint blocks ``T = sum_b G_b S_b P_b^T``: each a source, its row map and the
+        target columns of its columns.
+    shape : tuple of int
+        ``(n_rows, n_columns)`` of the target matrix.
+    dtype : numpy.dtype
+        The dtype of every product: float32 when every source is float32, float64 otherwise.
+    shift : ndarray of shape (n_columns,), default=None
+        The rank-one offset added to every row, or None for none.
+    feature_names : ndarray of str of shape (n_columns,), default=None
+        One name per target column, or None.
+    device : {"cpu", "gpu"}, default="cpu"
+        Where the sources and row maps live.
+
+    See Also
+    --------
+    sklearn_ilargi.from_tables : Build one from tables and a join description.
 
     Examples
     --------
@@ -95,6 +107,26 @@ class NormalizedMatrix:
         Returns
         -------
         NormalizedMatrix
+            The target matrix over the given sources; overlapping sources are split into
+            disjoint blocks, the first source winning each shared cell.
+
+        Examples
+        --------
+        A fact table of three rows and a dimension of two, the third fact row referencing the
+        first dimension row again; ``-1`` marks a fact row without a match (a left join):
+
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> fact = np.array([[1.0], [2.0], [3.0]])
+        >>> dim = np.array([[10.0, 20.0], [30.0, 40.0]])
+        >>> nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, -1, 1]],
+        ...                                     feature_names=["x", "a", "b"])
+        >>> nm.materialize()
+        array([[ 1., 10., 20.],
+               [ 2.,  0.,  0.],
+               [ 3., 30., 40.]])
+        >>> nm.feature_names.tolist()
+        ['x', 'a', 'b']
         """
         sources = list(sources)
         indicators = list(indicators)
@@ -163,29 +195,80 @@ class NormalizedMatrix:
         )
 
     def with_shift(self, shift):
-        """This matrix with ``shift`` (a length-n_columns vector, or None) added to every row."""
-        return self._like(shift=shift)
+        """This matrix with ``shift`` added to every row (``T + 1 shift^T``).
+
+        The sources are shared, not copied; products correct for the shift exactly, which is
+        how centering stays factorized.
+
+        Parameters
+        ----------
+        shift : array-like of shape (n_columns,) or None
+            The offset of each column; None removes any shift.
+
+        Returns
+        -------
+        NormalizedMatrix
+            The same sources with the new shift.
+
+        Raises
+        ------
+        ValueError
+            When ``shift`` holds NaN or infinity, or would make a cell overflow.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> centered = nm.with_shift(-nm.mean(axis=0))
+        >>> centered.materialize()
+        array([[-1.        , -6.66666667],
+               [ 0.        , 13.33333333],
+               [ 1.        , -6.66666667]])
+        """
+        unshifted = self._like(shift=None)
+        if shift is None:
+            return unshifted
+        shift = self._per_column(self._column_operand(shift, "with_shift"))
+        return unshifted._shifted(shift, "with_shift")
 
     # ------------------------------------------------------------------ basic properties
     @property
     def backend(self):
+        """The backend module of ``device``: the array primitives the products run on."""
         return get_backend(self.device)
 
     @property
     def ndim(self):
+        """Number of dimensions: always 2."""
         return 2
 
     @property
     def size(self):
+        """Number of cells of the target matrix, ``n_rows * n_columns``."""
         return self.shape[0] * self.shape[1]
 
     @property
     def T(self):
+        """The transpose, a lazy view: ``nm.T @ y`` and ``nm.T @ nm`` stay factorized."""
         return TransposedNormalizedMatrix(self)
 
     @property
     def nbytes(self):
-        """Bytes held by the sources and row maps (what the factorized path reads)."""
+        """Bytes held by the sources and row maps (what the factorized path reads).
+
+        A source or row map that several blocks share counts once.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices([np.ones((4, 2))], [np.arange(4)])
+        >>> nm.nbytes  # a 4 x 2 float64 source; the identity row map is not stored
+        64
+        """
         total, seen = 0, set()
         for block in self.blocks:
             if id(block.source) not in seen:
@@ -210,9 +293,12 @@ class NormalizedMatrix:
     def _operand(self, x, length, side, keep_sparse=False):
         be = self.backend
         if isinstance(x, (NormalizedMatrix, TransposedNormalizedMatrix)):
-            raise TypeError(
-                "Products of two normalized matrices other than nm.T @ nm are not supported."
+            raise NotFactorizableError(
+                "Of the products of two normalized matrices only A.T @ B (A and B over the "
+                "same target rows, e.g. nm.T @ nm) has a factorized form; materialize one of "
+                "them for any other."
             )
+        x = plain_array(x, f"The {side} operand of matmul")
         if be.is_sparse(x):
             x = be.asarray(x) if keep_sparse else be.to_dense(be.asarray(x))
         else:
@@ -238,14 +324,65 @@ class NormalizedMatrix:
         return _transpose(ops.rmatmul(self, z))
 
     def gram(self, sample_weight=None):
-        """``T.T @ diag(sample_weight) @ T`` as a dense (n_columns, n_columns) array."""
+        """``T.T @ diag(sample_weight) @ T``, computed over the sources.
+
+        Parameters
+        ----------
+        sample_weight : array-like of shape (n_rows,), default=None
+            Weight of each row; None weighs every row 1.
+
+        Returns
+        -------
+        ndarray of shape (n_columns, n_columns)
+            The dense, symmetric gram matrix (a CuPy array on the GPU).
+
+        See Also
+        --------
+        group_sums : Column sums per group of rows, ``T.T @ R``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> nm.gram()
+        array([[  14.,  100.],
+               [ 100., 1100.]])
+        >>> nm.gram(sample_weight=[1.0, 0.0, 1.0])
+        array([[ 10.,  40.],
+               [ 40., 200.]])
+        """
         return ops.gram(self, self._weights(sample_weight))
 
     def group_sums(self, labels, n_groups, sample_weight=None):
-        """Column sums of each group of rows, ``T.T @ R`` for ``R`` the (weighted) one-hot of
-        ``labels``, as a dense (n_columns, n_groups) array.
+        """Column sums of each group of rows: ``T.T @ R`` for ``R`` the one-hot of ``labels``.
 
-        ``labels`` holds each row's group, an integer in ``[0, n_groups)``.
+        Parameters
+        ----------
+        labels : array-like of int of shape (n_rows,)
+            Each row's group, an integer in ``[0, n_groups)``.
+        n_groups : int
+            Number of groups.
+        sample_weight : array-like of shape (n_rows,), default=None
+            Weight of each row in its group's sum; None weighs every row 1.
+
+        Returns
+        -------
+        ndarray of shape (n_columns, n_groups)
+            Column ``g`` holds the (weighted) column sums of the rows labelled ``g``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> nm.group_sums(np.array([0, 1, 0]), n_groups=2)
+        array([[ 4.,  2.],
+               [20., 30.]])
         """
         labels = self.backend.asarray(labels)
         if labels.shape != (self.shape[0],) or labels.dtype.kind not in "iu":
@@ -260,7 +397,7 @@ class NormalizedMatrix:
     def _weights(self, sample_weight):
         if sample_weight is None:
             return None
-        w = self.backend.asarray(sample_weight, dtype=self.dtype)
+        w = self.backend.asarray(plain_array(sample_weight, "sample_weight"), dtype=self.dtype)
         if w.shape != (self.shape[0],):
             raise ValueError(
                 f"sample_weight has shape {w.shape}; expected ({self.shape[0]},)."
@@ -269,7 +406,36 @@ class NormalizedMatrix:
 
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None):
-        """Sum of all cells (``axis=None``), of each column (0) or of each row (1)."""
+        """Sum of all cells, of each column or of each row.
+
+        Parameters
+        ----------
+        axis : {None, 0, 1}, default=None
+            None sums every cell, 0 each column, 1 each row (``-2`` and ``-1`` also work).
+
+        Returns
+        -------
+        float or ndarray
+            A scalar for ``axis=None``, else an array of shape (n_columns,) or (n_rows,).
+
+        See Also
+        --------
+        mean : The same reductions divided by their counts.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> nm.sum(axis=0)
+        array([ 6., 50.])
+        >>> nm.sum(axis=1)
+        array([11., 32., 13.])
+        >>> float(nm.sum())
+        56.0
+        """
         if axis is None:
             return ops.column_sums(self).sum()
         if axis in (0, -2):
@@ -279,49 +445,242 @@ class NormalizedMatrix:
         raise ValueError(f"axis must be None, 0 or 1, got {axis!r}.")
 
     def mean(self, axis=None):
-        """Mean of all cells (``axis=None``), of each column (0) or of each row (1)."""
+        """Mean of all cells, of each column or of each row.
+
+        Parameters
+        ----------
+        axis : {None, 0, 1}, default=None
+            None averages every cell, 0 each column, 1 each row.
+
+        Returns
+        -------
+        float or ndarray
+            A scalar for ``axis=None``, else an array of shape (n_columns,) or (n_rows,).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [40.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> nm.mean(axis=0)
+        array([ 2., 20.])
+        """
         count = {None: self.size, 0: self.shape[0], -2: self.shape[0]}.get(axis, self.shape[1])
         return self.sum(axis) / count
 
     def row_norms(self, squared=False):
-        """Euclidean norm of each row (squared with ``squared=True``)."""
+        """Euclidean norm of each row, computed over the sources.
+
+        Parameters
+        ----------
+        squared : bool, default=False
+            Return the squared norms (no square root).
+
+        Returns
+        -------
+        ndarray of shape (n_rows,)
+            The norm (or squared norm) of each target row.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[3.0], [0.0]]), np.array([[4.0]])], [np.arange(2), [0, 0]])
+        >>> nm.row_norms()
+        array([5., 4.])
+        >>> nm.row_norms(squared=True)
+        array([25., 16.])
+        """
         sq = ops.row_sums_of_squares(self)
         return sq if squared else self.backend.xp.sqrt(sq)
 
-    # ------------------------------------------------------------------ element-wise
-    def _scaled(self, factors):
-        be = self.backend
-        if np.ndim(factors) == 0:
-            blocks = [b.with_(source=b.source * factors) for b in self.blocks]
-        else:
-            blocks = [
-                b.with_(source=be.scale_columns(b.source, factors[b.columns]))
-                for b in self.blocks
-            ]
-        shift = None if self.shift is None else self.shift * factors
-        return self._like(blocks, shift=shift)
+    def min(self, axis=None):
+        """Smallest cell of the matrix, or of each column, computed over the sources.
 
-    def _column_operand(self, other, op):
-        """A scalar or a per-column vector; anything else cannot stay factorized."""
-        if isinstance(other, numbers.Number) and not isinstance(other, bool):
-            return other
+        Each block reduces its source on its own device; the zero cells of missing rows
+        count (a column that some row gets from no source has a 0 there).
+
+        Parameters
+        ----------
+        axis : {None, 0}, default=None
+            None for the smallest cell, 0 for that of each column.
+
+        Returns
+        -------
+        scalar or ndarray of shape (n_columns,)
+            A 0-d array for ``axis=None`` (a CuPy array on the GPU).
+
+        See Also
+        --------
+        max : The largest cell.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[5.0], [-4.0]])],
+        ...     [np.arange(3), [0, -1, 0]])
+        >>> nm.min(axis=0)  # the second row has no row of the dimension: a 0
+        array([1., 0.])
+        >>> float(nm.min())
+        0.0
+        """
+        return self._extreme("min", axis)
+
+    def max(self, axis=None):
+        """Largest cell of the matrix, or of each column, computed over the sources.
+
+        Parameters
+        ----------
+        axis : {None, 0}, default=None
+            None for the largest cell, 0 for that of each column.
+
+        Returns
+        -------
+        scalar or ndarray of shape (n_columns,)
+            A 0-d array for ``axis=None`` (a CuPy array on the GPU).
+
+        See Also
+        --------
+        min : The smallest cell, with the same rules.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0]]), np.array([[-5.0], [9.0]])], [np.arange(2), [0, 0]])
+        >>> nm.max(axis=0)  # the dimension's second row is read by no target row
+        array([ 2., -5.])
+        """
+        return self._extreme("max", axis)
+
+    def _extreme(self, kind, axis):
+        if axis not in (None, 0, -2):
+            raise ValueError(
+                f"axis must be None or 0, got {axis!r}: the {kind}imum of each row has no "
+                "factorized form here; materialize() first."
+            )
+        columns = ops.column_extremes(self, kind)
+        return columns if axis is not None else getattr(columns, kind)()
+
+    def all_finite(self):
+        """Whether every cell is finite (no NaN, no infinity), checked over the sources.
+
+        Returns
+        -------
+        bool
+            True when no cell, shift included, is NaN or infinite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices([np.array([[1.0], [2.0]])], [np.arange(2)])
+        >>> nm.all_finite()
+        True
+        """
+        xp = self.backend.xp
+        return bool(xp.isfinite(self.min()) and xp.isfinite(self.max()))
+
+    # ------------------------------------------------------------------ element-wise
+    def _column_operand(self, other, op, width=None):
+        """``other`` as a finite scalar or one finite value per column (of ``width`` columns,
+        all by default), in this matrix's dtype.
+
+        Anything else has no factorized form. A value that is not finite (or overflows this
+        dtype) is refused: it would put NaN or infinity into the matrix, whose sources were
+        checked finite when it was built, and every estimator relies on that.
+        """
         if isinstance(other, (NormalizedMatrix, TransposedNormalizedMatrix)):
             raise NotFactorizableError(
                 f"{op} of two normalized matrices has no factorized form; materialize first."
             )
-        arr = self.backend.asarray(other)
-        if arr.ndim == 0:
-            return arr.item()
-        if arr.shape in ((self.shape[1],), (1, self.shape[1])) and arr.dtype.kind in "biuf":
-            return arr.reshape(-1).astype(self.dtype)
-        raise NotFactorizableError(
-            f"{op} with an operand of shape {arr.shape} has no factorized form; only a scalar "
-            f"or one value per column (shape ({self.shape[1]},)) keeps it factorized. "
-            "Call materialize() first to do it on the joined matrix."
-        )
+        width = self.shape[1] if width is None else width
+        if not isinstance(other, numbers.Real):
+            other = self.backend.asarray(plain_array(other, f"The operand of {op}"))
+            if other.dtype.kind not in "biuf" or other.shape not in ((), (width,), (1, width)):
+                raise NotFactorizableError(
+                    f"{op} with an operand of dtype {other.dtype} and shape {other.shape} has no "
+                    "factorized form; only a real scalar or one value per column (shape "
+                    f"({width},)) keeps it factorized. Call materialize() first to do it on "
+                    "the joined matrix."
+                )
+        with np.errstate(over="ignore"):
+            if np.ndim(other) == 0:
+                try:
+                    value = self.dtype.type(other.item() if hasattr(other, "item") else other)
+                except OverflowError:  # an int beyond any float
+                    value = self.dtype.type(np.inf)
+                finite = bool(np.isfinite(value))
+            else:
+                value = other.reshape(-1).astype(self.dtype)
+                finite = self.backend.all_finite(value)
+        if not finite:
+            raise ValueError(
+                f"{op} by NaN or infinity (the operand is not finite as {self.dtype}): the "
+                "result would not be finite."
+            )
+        return value
+
+    def _per_column(self, value):
+        """A scalar repeated for every column; a vector as it is."""
+        if np.ndim(value) == 0:
+            return self.backend.xp.full(self.shape[1], value, dtype=self.dtype)
+        return value
+
+    def _scaled(self, factors, op):
+        """Every column times its factor (``factors``: a scalar or one per column)."""
+        be = self.backend
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.ndim(factors) == 0:
+                blocks = [b.with_(source=b.source * factors) for b in self.blocks]
+            else:
+                blocks = [
+                    b.with_(source=be.scale_columns(b.source, factors[b.columns]))
+                    for b in self.blocks
+                ]
+            shift = None if self.shift is None else self.shift * factors
+        if not all(be.all_finite(b.source) for b in blocks):
+            raise ValueError(f"{op} overflows: the result would hold infinity.")
+        scaled = self._like(blocks, shift=None)
+        return scaled if shift is None else scaled._shifted(shift, op)
+
+    def _shifted(self, shift, op):
+        """This matrix with ``shift`` in place of its own, if every cell stays finite."""
+        if not self.backend.all_finite(shift) or self._overflows_with(shift):
+            raise ValueError(f"{op} overflows: the result would hold infinity.")
+        return self._like(shift=shift)
+
+    def _overflows_with(self, shift):
+        """Whether some unshifted cell plus the ``shift`` of its column overflows.
+
+        Only a shift within rounding of the largest float can push a finite cell past it, so
+        only then are the cells read (the extremes of each column).
+        """
+        largest = np.finfo(self.dtype).max
+        half_ulp = (largest - np.nextafter(largest, 0)) / 2  # of the largest float
+        if not self.shape[0] or not shift.size or float(abs(shift).max()) < half_ulp:
+            return False
+        base = self.with_shift(None)
+        with np.errstate(over="ignore"):
+            return not all(self.backend.all_finite(ops.column_extremes(base, kind) + shift)
+                           for kind in ("min", "max"))
+
+    def _offset(self, offset, op):
+        """This matrix plus ``offset`` (a scalar or one value per column) in every row: kept
+        as a rank-one shift, so exact."""
+        offset = self._per_column(offset)
+        with np.errstate(over="ignore"):
+            shift = offset if self.shift is None else self.shift + offset
+        return self._shifted(shift, op)
 
     def __mul__(self, other):
-        return self._scaled(self._column_operand(other, "Multiplication"))
+        return self._scaled(self._column_operand(other, "Multiplication"), "Multiplication")
 
     __rmul__ = __mul__
 
@@ -329,7 +688,8 @@ class NormalizedMatrix:
         factors = self._column_operand(other, "Division")
         if bool((factors == 0).any() if np.ndim(factors) else factors == 0):
             raise ZeroDivisionError("Division of a NormalizedMatrix by zero.")
-        return self._scaled(1 / factors)
+        with np.errstate(over="ignore"):
+            return self._scaled(1 / factors, "Division")
 
     def __rtruediv__(self, other):
         raise NotFactorizableError(
@@ -337,30 +697,29 @@ class NormalizedMatrix:
         )
 
     def __neg__(self):
-        return self._scaled(-1)
+        blocks = [b.with_(source=-b.source) for b in self.blocks]
+        return self._like(blocks, shift=None if self.shift is None else -self.shift)
 
     def __pos__(self):
         return self
 
     def __add__(self, other):
         """Adding a scalar or a per-column vector keeps a rank-one shift: exact."""
-        offset = self._column_operand(other, "Addition")
-        if np.ndim(offset) == 0:
-            offset = self.backend.xp.full(self.shape[1], offset, dtype=self.dtype)
-        shift = offset if self.shift is None else self.shift + offset
-        return self._like(shift=shift)
+        return self._offset(self._column_operand(other, "Addition"), "Addition")
 
     __radd__ = __add__
 
     def __sub__(self, other):
-        return self + (-self._column_operand(other, "Subtraction"))
+        return self._offset(-self._column_operand(other, "Subtraction"), "Subtraction")
 
     def __rsub__(self, other):
-        return (-self) + other
+        return (-self)._offset(self._column_operand(other, "Subtraction"), "Subtraction")
 
     def __pow__(self, power):
         if not isinstance(power, numbers.Real):
             raise NotFactorizableError("nm ** p is factorized for a scalar p only.")
+        if not np.isfinite(power):
+            raise ValueError(f"** {power}: the power must be finite.")
         return self.apply(lambda v: v ** power, name=f"** {power}")
 
     def __abs__(self):
@@ -370,8 +729,43 @@ class NormalizedMatrix:
         """Apply ``func`` cell by cell; exact for any ``func`` with ``func(0) == 0``.
 
         The missing cells of left/outer joins are zeros and stay zeros, so ``func`` runs on the
-        sources only. Raises :class:`NotFactorizableError` when ``func(0) != 0`` or the matrix
-        has a shift (then the missing cells are not zero).
+        sources only: on each dense source, and on the stored values of each sparse one. It
+        gets them read-only (a copy on the GPU, where arrays cannot be made read-only), so it
+        cannot change this matrix, and must return new values of the same shape.
+
+        Parameters
+        ----------
+        func : callable
+            An element-wise function of an array (a numpy ufunc, say) with ``func(0) == 0``:
+            it returns an array of real numbers of the shape it was given.
+        name : str, default=None
+            What to call ``func`` in error messages; its ``__name__`` by default.
+
+        Returns
+        -------
+        NormalizedMatrix
+            The same row and column maps over the mapped sources.
+
+        Raises
+        ------
+        NotFactorizableError
+            When ``func(0) != 0`` or the matrix has a shift (then the missing cells are not
+            zero).
+        ValueError
+            When ``func`` produces NaN or infinity, returns another shape than it was given,
+            or writes into the values it was given.
+        TypeError
+            When ``func`` returns something other than an array of real numbers.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [4.0]]), np.array([[9.0]])], [np.arange(2), [0, -1]])
+        >>> nm.apply(np.sqrt).materialize()
+        array([[1., 3.],
+               [2., 0.]])
         """
         label = name or getattr(func, "__name__", repr(func))
         if self.shift is not None:
@@ -379,36 +773,113 @@ class NormalizedMatrix:
                 f"Element-wise {label} of a shifted (e.g. centered) matrix has no factorized "
                 "form; apply it before shifting, or materialize()."
             )
-        with np.errstate(all="ignore"):
-            at_zero = np.asarray(func(np.zeros(1, dtype=self.dtype)))
-        if at_zero.shape != (1,) or at_zero[0] != 0:
+        be = self.backend
+        at_zero = _mapped(func, be.xp.zeros(1, dtype=self.dtype), label, be)
+        if be.to_numpy(at_zero)[0] != 0:
             raise NotFactorizableError(
-                f"Element-wise {label} maps 0 to {at_zero.ravel()[:1]}; only functions with "
+                f"Element-wise {label} maps 0 to {be.to_numpy(at_zero)[0]}; only functions with "
                 "f(0) == 0 are exact over the sources (missing cells are 0). Use "
                 "materialize() to apply it to the joined matrix."
             )
-        be = self.backend
         blocks = []
         for block in self.blocks:
-            with np.errstate(all="ignore"):
-                source = be.map_values(block.source, func)
+            source = be.map_values(block.source, lambda v: _mapped(func, v, label, be))
             if not be.all_finite(source):
-                raise ValueError(f"Element-wise {label} produced NaN or infinity.")
+                raise ValueError(f"apply: element-wise {label} produced NaN or infinity.")
             blocks.append(block.with_(source=source.astype(self.dtype, copy=False)))
         return self._like(blocks)
 
     # ------------------------------------------------------------------ selection
     def __getitem__(self, key):
+        """Rows and columns, selected as numpy selects them.
+
+        ``X[rows]``, ``X[rows, columns]`` and ``X[:, columns]`` are normalized matrices over
+        the same sources (not copied), for ``rows`` and ``columns`` a slice, a boolean mask
+        or integers; columns can also be given by name (``X[:, ["a", "b"]]``, from
+        :attr:`feature_names`). A single row or column (an integer, or one name) is joined,
+        as a 1-D array; a single cell is a scalar.
+        """
         rows, columns = _split_key(key)
+        one_row, one_column = _is_single(rows), _is_single(columns)
         out = self
         if columns is not None:
-            out = out._select_columns(columns)
+            out = out._select_columns(self._column_positions([columns] if one_column else columns))
         if rows is not None:
-            if isinstance(rows, numbers.Integral) and not isinstance(rows, bool):
-                index = _row_indices([rows], self.shape[0])
-                return _one_row(out._select_rows(index))
-            out = out._select_rows(_row_indices(rows, self.shape[0]))
-        return out
+            out = out._select_rows(_row_indices([rows] if one_row else rows, self.shape[0]))
+        if not (one_row or one_column):
+            return out
+        joined = out.materialize(sparse=False)
+        if one_row:
+            return joined[0, 0] if one_column else joined[0]
+        return joined[:, 0]
+
+    def _column_positions(self, key):
+        """The column indices of ``key``: a slice, a boolean mask, integers or names."""
+        names = _names_in(key)
+        if names is None:
+            return _column_indices(key, self.shape[1])
+        if self.feature_names is None:
+            raise IndexError(
+                "Columns can be selected by name only in a matrix with feature_names; this one "
+                "has none."
+            )
+        position = {name: i for i, name in reversed(list(enumerate(self.feature_names)))}
+        missing = [name for name in names if name not in position]
+        if missing:
+            raise KeyError(f"No columns named {missing[:10]} in feature_names.")
+        return np.array([position[name] for name in names], dtype=np.int64)
+
+    def copy(self):
+        """A matrix that can be changed (see :meth:`__setitem__`) without changing this one.
+
+        The sources are shared, not copied: no operation changes them.
+
+        Returns
+        -------
+        NormalizedMatrix
+            The same sources and maps, with a shift of its own.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0]]), np.array([[5.0]])], [np.arange(2), [0, 0]])
+        >>> changed = nm.copy()
+        >>> changed[:, 1] = 0.0
+        >>> changed.materialize()
+        array([[1., 0.],
+               [2., 0.]])
+        >>> nm.materialize()
+        array([[1., 5.],
+               [2., 5.]])
+        """
+        return self._like(shift=None if self.shift is None else self.shift.copy())
+
+    def __setitem__(self, key, value):
+        """``X[:, columns] = value``: whole columns set to one value each, or all to one.
+
+        It stays factorized: the columns leave their blocks and the values go into the shift.
+        This is what ``sklearn.inspection.partial_dependence`` does to a :meth:`copy` of its
+        ``X``, one grid value at a time. Setting some rows only, or values that vary from
+        row to row, has no factorized form and raises :class:`NotFactorizableError`.
+        """
+        rows, columns = _split_key(key)
+        if rows is not None:
+            raise NotFactorizableError(
+                "Setting some rows of a NormalizedMatrix has no factorized form; only whole "
+                "columns can be set (X[:, columns] = one value per column)."
+            )
+        positions = np.arange(self.shape[1]) if columns is None else self._column_positions(
+            [columns] if _is_single(columns) else columns)
+        values = self._column_operand(value, "Assignment", width=len(positions))
+        kept = np.setdiff1d(np.arange(self.shape[1]), positions)
+        narrowed = self._select_columns(kept)
+        shift = self._per_column(0.0) if self.shift is None else self.shift.copy()
+        shift[positions] = values
+        self.blocks = [b.with_(columns=kept[b.columns]) for b in narrowed.blocks]
+        self.shift = shift
+        self.drop_device_copy()
 
     def _select_rows(self, rows):
         taken = {}
@@ -421,7 +892,7 @@ class NormalizedMatrix:
         return self._like(blocks, shape=(len(rows), self.shape[1]))
 
     def _select_columns(self, columns):
-        columns = _column_indices(columns, self.shape[1])
+        """The columns at the indices ``columns`` (an integer array), in that order."""
         be = self.backend
         blocks = []
         for block in self.blocks:
@@ -441,13 +912,86 @@ class NormalizedMatrix:
                           feature_names=names)
 
     # ------------------------------------------------------------------ materialization
-    def materialize(self, sparse=False):
-        """Join: the target matrix as a dense array, or CSR with ``sparse=True``."""
-        return ops.materialize(self, sparse=sparse)
+    def materialize(self, sparse="auto"):
+        """Join: build the target matrix ``T`` itself.
+
+        Only the rows that ``T`` reads of each source are gathered, and sparse sources are
+        gathered as CSR: materializing a few selected rows (``X[rows].materialize()``)
+        costs those rows, and densifies no source.
+
+        Parameters
+        ----------
+        sparse : "auto" or bool, default="auto"
+            ``True`` returns a CSR matrix, ``False`` a dense array. ``"auto"`` returns CSR
+            where some source is sparse and CSR takes less than half the memory of the dense
+            array (the ``csr_join_max_share`` setting; a shifted matrix, whose shift fills
+            every cell, is dense), the rule by which the materialized path of a fit builds
+            its join.
+
+        Returns
+        -------
+        ndarray or scipy.sparse.csr_matrix of shape (n_rows, n_columns)
+            The joined matrix, shift included (CuPy arrays on the GPU).
+
+        Raises
+        ------
+        ValueError
+            When ``sparse`` is none of ``"auto"``, ``True`` and ``False``.
+
+        See Also
+        --------
+        toarray : The dense join.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import scipy.sparse as sp
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+        ...     [np.arange(3), [0, 1, 0]])
+        >>> nm.materialize()
+        array([[ 1., 10.],
+               [ 2., 30.],
+               [ 3., 10.]])
+        >>> nm.materialize(sparse=True).nnz
+        6
+
+        A wide one-hot dimension joins as CSR; a few selected rows join alone:
+
+        >>> dim = sp.csr_matrix(sp.eye(1000))
+        >>> wide = NormalizedMatrix.from_matrices([dim], [np.array([5, 7, 5])])
+        >>> joined = wide.materialize()
+        >>> sp.issparse(joined), joined.nnz
+        (True, 3)
+        >>> wide[[0, 1]].materialize(sparse=False).argmax(axis=1)
+        array([5, 7])
+        """
+        if not (isinstance(sparse, (bool, np.bool_)) or (
+                isinstance(sparse, str) and sparse == "auto")):
+            raise ValueError(f"materialize: sparse must be 'auto', True or False, got "
+                             f"{sparse!r}.")
+        return ops.materialize(self, sparse=sparse if isinstance(sparse, str) else bool(sparse))
 
     def toarray(self):
-        """Same as ``materialize()``."""
-        return self.materialize()
+        """The joined matrix as a dense array: ``materialize(sparse=False)``.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_columns)
+            The joined matrix (a CuPy array on the GPU).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices(
+        ...     [np.array([[1.0], [2.0]]), np.array([[5.0]])], [np.arange(2), [0, 0]])
+        >>> nm.toarray()
+        array([[1., 5.],
+               [2., 5.]])
+        """
+        return self.materialize(sparse=False)
 
     def __array__(self, dtype=None, copy=None):
         warnings.warn(
@@ -456,7 +1000,7 @@ class NormalizedMatrix:
             MaterializationWarning,
             stacklevel=2,
         )
-        out = self.backend.to_numpy(self.materialize())
+        out = self.backend.to_numpy(self.materialize(sparse=False))
         return out if dtype is None else out.astype(dtype, copy=False)
 
     # ------------------------------------------------------------------ devices
@@ -464,7 +1008,27 @@ class NormalizedMatrix:
         """This matrix with its sources and row maps on ``device`` ("cpu" or "gpu").
 
         The copy is kept on this matrix, so that repeated fits (a grid search, say) transfer
-        once; pickling and copying drop it. ``cache=False`` neither uses nor keeps it.
+        once; pickling and copying drop it.
+
+        Parameters
+        ----------
+        device : {"cpu", "gpu"}
+            Where the returned matrix lives.
+        cache : bool, default=True
+            Use and keep the copy held on this matrix; ``False`` neither uses nor keeps it.
+
+        Returns
+        -------
+        NormalizedMatrix
+            This matrix when it is on ``device`` already, else its copy there.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices([np.ones((2, 1))], [np.arange(2)])
+        >>> nm.to("cpu") is nm
+        True
         """
         if device == self.device:
             return self
@@ -489,6 +1053,32 @@ class NormalizedMatrix:
                                  feature_names=self.feature_names, device=device)
         copies[device] = moved
         return moved
+
+    def drop_device_copy(self):
+        """Forget the copies that :meth:`to` keeps on this matrix, freeing their device memory.
+
+        The next ``to(device)`` transfers again. Estimators call this before they fit again on
+        the CPU after the GPU ran out of memory.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> nm = NormalizedMatrix.from_matrices([np.ones((2, 1))], [np.arange(2)])
+        >>> nm.drop_device_copy()  # a no-op when no copy is kept
+        """
+        self.__dict__.pop("_device_copies", None)
+
+    def __sklearn_ilargi_device__(self):
+        """Where this matrix lives, for :func:`sklearn_ilargi.backend.device_of`."""
+        return self.device
+
+    def __narwhals_dataframe__(self):
+        """This matrix as narwhals sees a dataframe, so that scikit-learn selects its columns
+        by name (see :mod:`sklearn_ilargi.normalized._frame`)."""
+        from ._frame import MatrixFrame  # imported when narwhals asks: it is there then
+
+        return MatrixFrame(self)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -521,10 +1111,28 @@ class TransposedNormalizedMatrix:
         return self.matrix
 
     def __matmul__(self, y):
-        """``T.T @ y``; ``nm.T @ nm`` is the gram."""
-        if y is self.matrix:
-            return self.matrix.gram()
+        """``T.T @ y``; for a NormalizedMatrix ``y`` over the same target rows, a dense
+        (n_columns, y.n_columns) array computed over both matrices' sources (the gram when
+        ``y`` is this matrix, or one of the same sources, row maps and shift)."""
+        if isinstance(y, NormalizedMatrix):
+            return self._cross_product(y)
         return _transpose(self.matrix.__rmatmul__(_transpose(y)))
+
+    def _cross_product(self, other):
+        matrix = self.matrix
+        if other.shape[0] != matrix.shape[0]:
+            raise ValueError(
+                f"matmul: A.T @ B needs A and B over the same target rows; A has "
+                f"{matrix.shape[0]} rows, B has {other.shape[0]}."
+            )
+        if other.device != matrix.device:
+            raise ValueError(
+                f"matmul: A is on the {matrix.device} and B on the {other.device}; move one "
+                "with .to(device)."
+            )
+        if _same_matrix(matrix, other):
+            return matrix.gram()
+        return ops.cross_product(matrix, other)
 
     def __rmatmul__(self, z):
         """``z @ T.T`` = ``(T @ z.T).T``."""
@@ -533,11 +1141,63 @@ class TransposedNormalizedMatrix:
     def __repr__(self):
         return f"{self.matrix!r}.T"
 
+    def __sklearn_ilargi_device__(self):
+        return self.matrix.device
+
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.matrix, dtype=dtype).T
 
 
 # ---------------------------------------------------------------------- helpers
+def _mapped(func, values, label, be):
+    """``func(values)``, checked to be an array of real numbers of ``values``' shape.
+
+    ``values`` is read-only (see ``map_values``): writing into it raises numpy's error, which
+    is said again here in the terms of :meth:`NormalizedMatrix.apply`.
+    """
+    with np.errstate(all="ignore"):
+        try:
+            out = func(values)
+        except ValueError as error:
+            if "read-only" not in str(error):
+                raise
+            raise ValueError(
+                f"apply: {label} writes into the values it is given; they are the matrix's "
+                "own, so it must return new ones instead."
+            ) from error
+    if not isinstance(out, be.xp.ndarray):
+        raise TypeError(
+            f"apply: {label} returned a {type(out).__name__}; it must return an array of the "
+            f"values it is given (shape {values.shape})."
+        )
+    if out.shape != values.shape:
+        raise ValueError(
+            f"apply: {label} returned an array of shape {out.shape} for values of shape "
+            f"{values.shape}; it must map each value to one value."
+        )
+    if out.dtype.kind not in "biuf":
+        raise TypeError(f"apply: {label} returned values of dtype {out.dtype}; they must be "
+                        "real numbers.")
+    return be.xp.asarray(out)
+
+
+def _same_matrix(a, b):
+    """Whether ``a`` and ``b`` are one matrix: the same source objects in the same columns,
+    row maps equal in value, equal shifts (then ``a.T @ b`` is ``a``'s gram)."""
+    if a is b:
+        return True
+    if a.shape != b.shape or len(a.blocks) != len(b.blocks):
+        return False
+    if (a.shift is None) != (b.shift is None) or (
+            a.shift is not None and not bool((a.shift == b.shift).all())):
+        return False
+    return all(
+        x.source is y.source and np.array_equal(x.columns, y.columns)
+        and x.row_map.equals(y.row_map)
+        for x, y in zip(a.blocks, b.blocks)
+    )
+
+
 def _transpose(a):
     return a.T if getattr(a, "ndim", 0) == 2 else a
 
@@ -557,8 +1217,23 @@ def _move_row_map(row_map, here, target):
                   has_missing=row_map.has_missing)
 
 
-def _one_row(nm):
-    return nm.backend.to_dense(nm.materialize())[0]
+def _is_single(key):
+    """Whether an index picks one row or column: an integer (not a bool) or a name."""
+    return isinstance(key, (numbers.Integral, str)) and not isinstance(key, bool)
+
+
+def _names_in(key):
+    """The column names of an index made of names (a str, or a list or array of them), as a
+    list; None for any other index."""
+    if isinstance(key, str):
+        return [key]
+    if isinstance(key, slice):
+        return None
+    key = np.asarray(key)
+    if key.ndim == 1 and (key.dtype.kind in "US" or key.dtype == object and key.size and all(
+            isinstance(name, str) for name in key)):
+        return key.tolist()
+    return None
 
 
 def _is_everything(key):

@@ -13,8 +13,26 @@ def source_name(k, names):
     return f"source {k}" if names is None else f"source {k} ({names[k]!r})"
 
 
+def plain_array(a, where):
+    """``a`` without numpy's special array classes: an ``np.matrix`` becomes an ndarray (its
+    products and reductions stay 2-D), a masked array is refused.
+
+    A masked array's values under its mask (often NaN) would otherwise pass as data: numpy
+    drops the mask on conversion.
+    """
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(
+            f"{where} is a masked array; its masked values would pass as data. Call "
+            "a.filled(value) to say what they are."
+        )
+    if isinstance(a, np.matrix):
+        return np.asarray(a)
+    return a
+
+
 def check_source(source, where):
     """A 2-D finite numeric numpy array or CSR matrix; ints and bools become float64."""
+    source = plain_array(source, where)
     if sp.issparse(source):
         source = sp.csr_matrix(source)
         data = source.data
@@ -52,6 +70,7 @@ def _check_binary(matrix, what, where):
 
 def as_row_map(indicator, n_source, where):
     """A :class:`RowMap` from a 1-D row map or an ``n_target x n_source`` indicator matrix."""
+    indicator = plain_array(indicator, f"The indicator of {where}")
     if isinstance(indicator, RowMap):
         if indicator.n_source != n_source:
             raise ValueError(
@@ -125,6 +144,7 @@ def _row_map_from_indicator(indicator, n_source, where):
 
 def as_column_map(mapping, n_source_columns, n_columns, where):
     """A 1-D column map (target column per source column, ``-1`` unused) and its width."""
+    mapping = plain_array(mapping, f"The mapping of {where}")
     if sp.issparse(mapping) or np.ndim(mapping) == 2:
         matrix = sp.csc_matrix(mapping)
         if matrix.shape[1] != n_source_columns:

@@ -52,6 +52,16 @@ class RowMap:
             self._cache[key] = factory()
         return self._cache[key]
 
+    def equals(self, other):
+        """Whether ``other`` maps every target row to the same source row (of as many rows)."""
+        if other is self:
+            return True
+        if (self.n_source, self.n_target) != (other.n_source, other.n_target):
+            return False
+        if self.indices is None or other.indices is None:
+            return self.indices is None and other.indices is None
+        return bool((self.indices == other.indices).all())
+
     def present(self):
         """Boolean mask of the target rows that have a row of this source (numpy)."""
         if self.indices is None:

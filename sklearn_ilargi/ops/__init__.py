@@ -6,7 +6,9 @@ except in :func:`materialize`.
 """
 
 from ._products import (
+    column_extremes,
     column_sums,
+    cross_product,
     gram,
     group_sums,
     materialize,
@@ -17,7 +19,9 @@ from ._products import (
 )
 
 __all__ = [
+    "column_extremes",
     "column_sums",
+    "cross_product",
     "gram",
     "group_sums",
     "materialize",

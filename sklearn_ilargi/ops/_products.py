@@ -137,6 +137,63 @@ def row_sums_of_squares(nm):
     return out
 
 
+def column_extremes(nm, kind):
+    """The smallest (``kind="min"``) or largest (``kind="max"``) cell of each column of ``T``.
+
+    A column that one block fills takes the extreme of the source rows that some target row
+    reads (a source row that no target row reads is no cell), and a 0 if some target row gets
+    no row of that block. A column that several blocks share (overlapping sources, or thin
+    sources gathered onto the target's rows, whose zeros may be another block's cells) is
+    joined, as CSR, and reduced there. The shift moves every cell of its column.
+
+    Returns
+    -------
+    ndarray of shape (c_T,)
+    """
+    be = nm.backend
+    n_rows, n_columns = nm.shape
+    if n_rows == 0:
+        raise ValueError(f"zero-size array to reduction operation {kind}imum which has no "
+                         "identity: the matrix has no rows.")
+    blocks_per_column = np.zeros(n_columns, dtype=np.int64)
+    for block in nm.blocks:
+        blocks_per_column[block.columns] += 1
+    shared = blocks_per_column > 1
+    out = be.xp.zeros(n_columns, dtype=nm.dtype)  # a column that no block fills holds zeros
+    for block in nm.blocks:
+        own = np.flatnonzero(~shared[block.columns])  # positions of the block's own columns
+        if own.size == 0:
+            continue
+        source, n_read = _rows_read(be, block)
+        if n_read == 0:
+            continue
+        extreme = be.to_dense(getattr(source, kind)(axis=0)).ravel().astype(nm.dtype)
+        if n_read < n_rows:  # the target rows without a row of this block hold zeros
+            extreme = (be.xp.minimum if kind == "min" else be.xp.maximum)(extreme, 0)
+        out[block.columns[own]] = extreme[own]
+    if shared.any():
+        columns = np.flatnonzero(shared)
+        joined = nm.with_shift(None)[:, columns].materialize(sparse=True)
+        out[columns] = be.to_dense(getattr(joined, kind)(axis=0)).ravel().astype(nm.dtype)
+    if nm.shift is not None:
+        out += nm.shift
+    return out
+
+
+def _rows_read(be, block):
+    """(the rows of ``block``'s source that some target row reads, how many target rows read
+    one)."""
+    row_map = block.row_map
+    if row_map.is_identity:
+        return block.source, row_map.n_target
+    counts = be.counts(row_map)
+    n_read = int(counts.sum())
+    read = counts > 0
+    if bool(read.all()):
+        return block.source, n_read
+    return block.source[be.xp.flatnonzero(read)], n_read
+
+
 def gram(nm, sample_weight=None):
     """``T.T @ diag(w) @ T`` (``w`` defaults to ones), as a dense (c_T, c_T) array.
 
@@ -158,12 +215,58 @@ def gram(nm, sample_weight=None):
             cross = _cross_gram(be, a, b, sample_weight, nm.dtype)
             _add(out, a.columns, b.columns, cross)
             _add(out, b.columns, a.columns, cross.T)
-    if nm.shift is not None:
-        sums = column_sums(nm.with_shift(None), sample_weight)
-        total = nm.shape[0] if sample_weight is None else sample_weight.sum()
-        outer = be.xp.multiply.outer
-        out += outer(nm.shift, sums) + outer(sums, nm.shift) + total * outer(nm.shift, nm.shift)
+    _add_shift_terms(out, nm, nm, sample_weight)
     return out
+
+
+def cross_product(a, b, sample_weight=None):
+    """``A.T @ diag(w) @ B`` (``w`` defaults to ones) for two normalized matrices over the same
+    target rows, as a dense (c_A, c_B) array.
+
+    Each block of ``A`` pairs with each block of ``B`` as two blocks of one matrix pair in the
+    gram (:func:`_cross_gram`: through a shared row map, a scatter onto the other's rows, or
+    their co-occurrence), so neither matrix is joined. Row maps that are equal in value count
+    as shared (``X[rows]`` taken twice gives two). The shifts add their rank-one terms.
+    """
+    be = a.backend
+    dtype = np.result_type(a.dtype, b.dtype)
+    out = be.xp.zeros((a.shape[1], b.shape[1]), dtype=dtype)
+    b_blocks = _sharing_row_maps(a.blocks, b.blocks)
+    for block_a in a.blocks:
+        for block_b in b_blocks:
+            _add(out, block_a.columns, block_b.columns,
+                 _cross_gram(be, block_a, block_b, sample_weight, dtype))
+    _add_shift_terms(out, a, b, sample_weight)
+    return out
+
+
+def _sharing_row_maps(blocks, others):
+    """``others`` with each row map that equals one of ``blocks``' replaced by that one."""
+    maps = list({id(block.row_map): block.row_map for block in blocks}.values())
+    replaced = {}
+    out = []
+    for block in others:
+        key = id(block.row_map)
+        if key not in replaced:
+            replaced[key] = next((m for m in maps if m.equals(block.row_map)), block.row_map)
+        out.append(block.with_(row_map=replaced[key]))
+    return out
+
+
+def _add_shift_terms(out, a, b, sample_weight):
+    """Add the shifts' terms to ``out``, which holds ``A.T @ diag(w) @ B`` of the unshifted
+    matrices: with ``A + 1 s_a^T`` and ``B + 1 s_b^T``, they are
+    ``s_a (w^T B) + (A^T w) s_b^T + (sum w) s_a s_b^T``."""
+    if a.shift is None and b.shift is None:
+        return
+    xp = a.backend.xp
+    sums_a = column_sums(a.with_shift(None), sample_weight)
+    sums_b = sums_a if b is a else column_sums(b.with_shift(None), sample_weight)
+    shift_a = xp.zeros(a.shape[1], a.dtype) if a.shift is None else a.shift
+    shift_b = xp.zeros(b.shape[1], b.dtype) if b.shift is None else b.shift
+    total = a.shape[0] if sample_weight is None else sample_weight.sum()
+    outer = xp.multiply.outer
+    out += outer(shift_a, sums_b) + outer(sums_a, shift_b) + total * outer(shift_a, shift_b)
 
 
 def joined_in_gram(layout):
@@ -198,7 +301,9 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
     gathered) are put side by side, multiplied by BLAS and scattered into the ``apart``
     blocks' rows. One wide product beats a product per pair of blocks: each pair would read
     its operands again. The slice is column-major: a column-major source then fills it a
-    long column at a time, where row-major rows of a few values each copy slowly.
+    long column at a time, where row-major rows of a few values each copy slowly. The fact
+    table joined alone is its own slice, a view: each slice of it is read by one product and
+    the scatters into every ``apart`` block, on the thread that owns the slice.
     """
     columns = np.concatenate([b.columns for b in joined])
     overlapping = len(np.unique(columns)) < len(columns)
@@ -215,7 +320,9 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
         return [be.xp.zeros((width, width), nm.dtype)] + [
             be.xp.zeros((b.row_map.n_source, width), nm.dtype, order="F") for b in apart]
 
-    def add_slice(start, stop, scratch, totals):
+    def side_by_side(start, stop, scratch):
+        if len(joined) == 1 and joined[0].row_map.is_identity:
+            return _rows_of(be, joined[0], start, stop)
         Z = _scratch(be, scratch, "joined", (stop - start, width), nm.dtype, order="F")
         if overlapping:
             Z[...] = 0
@@ -225,6 +332,10 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
                                   _rows_of(be, block, start, stop, source))
             else:
                 _rows_of(be, block, start, stop, source, out=Z[:, end - block.shape[1]:end])
+        return Z
+
+    def add_slice(start, stop, scratch, totals):
+        Z = side_by_side(start, stop, scratch)
         weighted = Z if sample_weight is None else be.scale_rows(Z, sample_weight[start:stop])
         totals[0] += be.dot(Z.T, weighted)
         for block, total in zip(apart, totals[1:]):
@@ -245,11 +356,10 @@ def _sum_over_slices(be, add_slice, zeros, n_rows, n_columns):
 
     ``zeros()`` gives a thread its list of zero totals; ``add_slice(start, stop, scratch,
     totals)`` adds the contribution of rows ``start:stop`` to them. ``scratch`` is a dict of
-    buffers it may keep for the thread's next slice (see :func:`_scratch`). Slices hold about
-    ``gathered_values_per_slice`` values (a setting) of ``n_columns`` columns. None when there are no rows.
+    buffers it may keep for the thread's next slice (see :func:`_scratch`). The slices are
+    :func:`_slices`'. None when there are no rows.
     """
-    step = _rows_per_slice(n_columns)
-    slices = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+    slices = _slices(be, n_rows, n_columns)
     n_threads = max(1, min(be.threads(), len(slices)))
 
     def sum_share(share):
@@ -305,13 +415,23 @@ def _scratch(be, scratch, key, shape, dtype, order="C"):
     return buffer[:shape[0]]
 
 
-def _rows_per_slice(n_columns):
-    return max(1, get_config()["gathered_values_per_slice"] // max(n_columns, 1))
+def _slices(be, n_rows, n_columns):
+    """``(start, stop)`` of each slice of ``n_rows`` target rows that a product sums over.
+
+    A slice holds about ``gathered_values_per_slice`` values (a setting) of ``n_columns``
+    columns, which bounds its scratch memory. A target of at least ``parallel_slice_rows``
+    rows (a setting) is cut into at least one slice per thread, so that every core works.
+    """
+    config = get_config()
+    step = max(1, config["gathered_values_per_slice"] // max(n_columns, 1))
+    if n_rows >= config["parallel_slice_rows"]:
+        step = min(step, -(-n_rows // be.threads()))
+    return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
-def _gather_scatter_cost(n_rows, gathered_columns, n_out):
+def _gather_scatter_cost(be, n_rows, gathered_columns, n_out):
     """Values moved by :func:`_gather_scatter`: gather and scatter, plus adding up slices."""
-    n_slices = -(-n_rows // _rows_per_slice(gathered_columns))
+    n_slices = len(_slices(be, n_rows, gathered_columns))
     return gathered_columns * (2 * n_rows + (n_slices - 1) * n_out)
 
 
@@ -360,7 +480,8 @@ def _cross_gram(be, a, b, sample_weight, dtype):
     config = get_config()
     small = n_a * n_b <= config["dense_cooccurrence_cells_per_row"] * n_rows
     if not small and min(c_a, c_b) <= config["gather_scatter_max_columns"]:
-        if _gather_scatter_cost(n_rows, c_b, n_a) <= _gather_scatter_cost(n_rows, c_a, n_b):
+        if _gather_scatter_cost(be, n_rows, c_b, n_a) <= _gather_scatter_cost(be, n_rows, c_a,
+                                                                             n_b):
             return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
         return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)
     co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype, dense=small)  # n_a x n_b
@@ -370,10 +491,17 @@ def _cross_gram(be, a, b, sample_weight, dtype):
     return be.dot(be.dot(co.T, a.source).T, b.source)
 
 
-def materialize(nm, sparse=False):
-    """The target matrix itself: dense, or CSR with ``sparse=True``."""
+def materialize(nm, sparse="auto"):
+    """The target matrix itself: CSR or dense (``sparse`` as in ``NormalizedMatrix.materialize``).
+
+    A sparse source is gathered as CSR, only the rows that the target reads, and densified
+    after: a dense join of a few rows (``X[0]``, ``X[rows]``) never densifies a whole sparse
+    source.
+    """
     be = nm.backend
     n, c = nm.shape
+    if sparse == "auto":
+        sparse = join_is_sparse(nm)
     if sparse and nm.shift is None:
         out = be.as_csr((n, c), nm.dtype)
         for block in nm.blocks:
@@ -382,8 +510,47 @@ def materialize(nm, sparse=False):
         return out.tocsr()
     out = be.xp.zeros((n, c), dtype=nm.dtype)
     for block in nm.blocks:
-        dense = be.to_dense(block.source)
-        be.add_at_columns(out, block.columns, be.gather_rows(dense, block.row_map))
+        if be.is_sparse(block.source):
+            rows = be.to_dense(be.gather_sparse_rows(block.source, block.row_map))
+        else:
+            rows = be.gather_rows(block.source, block.row_map)
+        be.add_at_columns(out, block.columns, rows)
     if nm.shift is not None:
         out += nm.shift
     return be.as_csr(out, nm.dtype) if sparse else out
+
+
+def join_is_sparse(nm):
+    """Whether ``materialize(sparse="auto")`` builds CSR: where some source is sparse, no
+    shift fills every cell, and CSR takes less memory than dense (:func:`csr_pays`)."""
+    be = nm.backend
+    if nm.shift is not None or not any(be.is_sparse(b.source) for b in nm.blocks):
+        return False
+    nnz = sum(_gathered_values(be, block) for block in nm.blocks)
+    return csr_pays(*join_bytes(nnz, nm.shape, nm.dtype.itemsize))
+
+
+def _gathered_values(be, block):
+    """The values that the join stores of ``block``: those of the source row that each
+    target row reads (every cell of a dense source counts). Its cost is the target rows'."""
+    source, row_map = block.source, block.row_map
+    if row_map.is_identity:
+        return int(source.nnz) if be.is_sparse(source) else source.size
+    rows = row_map.indices[row_map.indices >= 0] if row_map.has_missing else row_map.indices
+    if not be.is_sparse(source):
+        return len(rows) * source.shape[1]
+    return int((source.indptr[rows + 1] - source.indptr[rows]).sum())
+
+
+def join_bytes(nnz, shape, itemsize):
+    """``(dense, csr)``: the bytes of a join of ``shape`` with ``nnz`` stored values, as a
+    dense array and as CSR (32-bit column indices, 64-bit row pointers)."""
+    n_rows, n_columns = shape
+    return n_rows * n_columns * itemsize, nnz * (itemsize + 4) + (n_rows + 1) * 8
+
+
+def csr_pays(dense_bytes, csr_bytes):
+    """Whether a join is built as CSR: when CSR takes less than the ``csr_join_max_share``
+    (a setting) of its dense bytes. The cost features price the materialized path by the
+    same rule, and the dispatcher builds the join as they priced it."""
+    return csr_bytes < get_config()["csr_join_max_share"] * dense_bytes

@@ -5,12 +5,12 @@ from sklearn.preprocessing import StandardScaler
 from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils._sklearn_compat import _check_sample_weight
+from ..utils._sklearn_compat import _check_sample_weight, _get_output_config
 
-from ..base import FactorizedMixin, falls_back_to_cpu, to_host
+from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
-from ..utils import column_sums, is_normalized, validate_input
+from ..utils import TrainingMatrix, is_normalized, validate_input
 
 _EPS = np.finfo(np.float64).eps
 
@@ -40,21 +40,28 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         How :meth:`fit` computes the statistics of a NormalizedMatrix: over the sources, or on
         the joined matrix. ``transform`` keeps a NormalizedMatrix factorized either way.
     backend : {"auto", "cpu", "gpu"}, default="auto"
+        Where the products run.
 
     Attributes
     ----------
     scale_ : ndarray of shape (n_features,) or None
         Per-feature scaling, ``sqrt(var_)`` with zeros (constant features) replaced by 1.
     mean_ : ndarray of shape (n_features,) or None
+        Mean of each feature; None with ``with_mean=False`` and ``with_std=False``.
     var_ : ndarray of shape (n_features,) or None
+        Variance of each feature; None with ``with_std=False``.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         From ``X.feature_names`` of a NormalizedMatrix, or the columns of a DataFrame.
     n_samples_seen_ : int or float
         Number of samples (sum of weights with ``sample_weight``).
     decision_ : sklearn_ilargi.cost.Decision
+        The dispatcher's verdict for the fit, with its reasons (``decision_.explain()``).
     strategy_ : {"factorized", "materialized"}
+        The path the fit took.
     backend_ : {"cpu", "gpu"}
+        Where the fit ran.
 
     See Also
     --------
@@ -98,6 +105,7 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Training data; the statistics of a NormalizedMatrix come from its sources.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -106,25 +114,32 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         Returns
         -------
         self : FactorizedStandardScaler
+            The fitted scaler.
         """
         self._reset()
         return self.partial_fit(X, y, sample_weight)
 
-    @falls_back_to_cpu
     def partial_fit(self, X, y=None, sample_weight=None):
         """Update the mean and variance with one more batch of samples.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            One more batch of training data.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
+            Individual weights for each sample.
 
         Returns
         -------
         self : FactorizedStandardScaler
+            The updated scaler.
         """
+        return self._partial_fit(X, y, sample_weight)
+
+    @falls_back_to_cpu
+    def _partial_fit(self, X, y, sample_weight, *, backend):
         if not is_normalized(X):
             record_host_dispatch(self, X)
             return super().partial_fit(X, y, sample_weight)
@@ -137,7 +152,8 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
                                            dtype=np.float64)
         # Centering needs the join dense (a NormalizedMatrix's join can always be centered).
         prepared = self._dispatch(X, OperationProfile(rmatmul=2, dense_join=self.with_mean,
-                                                      sklearn_fit=True, name=type(self).__name__))
+                                                      sklearn_fit=True, name=type(self).__name__),
+                                  backend=backend)
         if not is_normalized(prepared):
             fit_joined(super().partial_fit, self, prepared, y, weights)
             return self
@@ -175,20 +191,25 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
             self.var_ = None
             self.scale_ = None
 
+    @reads_fitted_model
     def transform(self, X, copy=None):
         """Standardize: ``(X - mean_) / scale_``.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            The data to standardize.
         copy : bool, default=None
             Plain input only, as in scikit-learn.
 
         Returns
         -------
-        NormalizedMatrix, ndarray or sparse matrix
+        NormalizedMatrix, ndarray, sparse matrix or DataFrame
             A NormalizedMatrix for a NormalizedMatrix input (still factorized: its sources
-            scaled per column, the centering as an offset).
+            scaled per column, the centering as an offset), unless an output container is
+            set (``set_output(transform="pandas")``, or scikit-learn's ``transform_output``):
+            then that container, of the joined result, with ``get_feature_names_out()`` as
+            its columns.
         """
         if not is_normalized(X):
             return super().transform(X, copy=copy)
@@ -199,20 +220,26 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
             out = out - self.mean_.astype(X.dtype, copy=False)
         if self.with_std:
             out = out / self.scale_.astype(X.dtype, copy=False)
+        if _get_output_config("transform", self)["dense"] != "default":
+            # A DataFrame holds the joined values; set_output's wrapper builds it from these.
+            return to_host(out.materialize(sparse=False))
         return out
 
+    @reads_fitted_model
     def inverse_transform(self, X, copy=None):
         """Undo the standardization: ``X * scale_ + mean_``.
 
         Parameters
         ----------
         X : NormalizedMatrix, array-like or sparse matrix of shape (n_samples, n_features)
+            Standardized data.
         copy : bool, default=None
             Plain input only, as in scikit-learn.
 
         Returns
         -------
         NormalizedMatrix, ndarray or sparse matrix
+            The data in the original units; a NormalizedMatrix stays factorized.
         """
         if not is_normalized(X):
             return super().inverse_transform(X, copy=copy)
@@ -238,9 +265,8 @@ def _mean_and_sum_of_squares(X, weights):
     its spread.
     """
     count = float(X.shape[0]) if weights is None else float(weights.sum())
-    backend = X.backend
-    w = None if weights is None else backend.from_numpy(weights.astype(X.dtype))
-    sums = np.asarray(to_host(column_sums(X, w)), dtype=np.float64)
+    w = None if weights is None else weights.astype(X.dtype)
+    sums = TrainingMatrix(X).column_sums(w)
     if count == 0:
         return np.zeros(X.shape[1]), np.zeros(X.shape[1])
     mean = sums / count
@@ -257,10 +283,9 @@ def _column_sums_of_squares(X, center, weights):
     offset = -np.asarray(center, dtype=np.float64)
     if X.shift is not None:
         offset = offset + np.asarray(to_host(X.shift), dtype=np.float64)
-    squared = np.asarray(to_host(column_sums(base.apply(np.square, name="square"), weights)),
-                         dtype=np.float64)
-    linear = np.asarray(to_host(column_sums(base, weights)), dtype=np.float64)
-    total = float(X.shape[0]) if weights is None else float(to_host(weights).sum())
+    squared = TrainingMatrix(base.apply(np.square, name="square")).column_sums(weights)
+    linear = TrainingMatrix(base).column_sums(weights)
+    total = float(X.shape[0]) if weights is None else float(weights.sum())
     return squared + 2.0 * offset * linear + total * offset**2
 
 

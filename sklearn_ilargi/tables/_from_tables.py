@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 import pandas as pd
 
+from ._input import NUMERIC, is_decimal, numeric_values
 from ._keys import (
     Matches, duplicated_pair, expand, expand_unique, gather, key_codes, target_codes)
 from ..normalized import NormalizedMatrix
@@ -26,15 +27,25 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
 
     Parameters
     ----------
-    base : DataFrame, pyarrow.Table, str, os.PathLike, polars.DataFrame or Union
-        The table every join hangs from (the fact table); a str or path is a Parquet file.
-    joins : sequence of Join
-        Applied in order, each to the rows the earlier ones produced.
+    base : DataFrame, pyarrow.Table, str, os.PathLike, pyarrow.dataset.Dataset, \
+            polars.DataFrame, polars.LazyFrame, object with ``__arrow_c_stream__`` or Union
+        The table every join hangs from (the fact table). A str or path is a Parquet file,
+        read a column at a time, as a Dataset is; a polars LazyFrame is collected; an
+        object with the Arrow stream interface (a DuckDB relation, a RecordBatchReader) is
+        read through ``pyarrow.table``.
+    joins : Join or sequence of Join
+        Applied in order, each to the rows the earlier ones produced; a single Join is a
+        list of one.
     target : str, optional
         Name of a column (of any one table) to return as ``y``.
     features : list of str, optional
-        Columns to use as features. Default: every column of every table except join keys
-        and the target; each must be numeric, boolean, decimal, date, string or categorical.
+        Columns to use as features; one name selects that column in every table that has
+        it. Default: every column of every table except join keys and the target; each must
+        be numeric, boolean, decimal, date, string or categorical. A join key named here is
+        a feature too, as ``pandas.merge`` keeps it: the same-named keys of a join (``on=``,
+        or equal ``left_on`` and ``right_on`` names) are one feature, the first table's
+        value where it has the row, else the joined table's (an outer join's unmatched
+        rows); differently named keys are one feature each.
     categorical : {"onehot", "drop", "error"}, default="onehot"
         String and categorical columns are one-hot encoded within their own table (one
         column per category of that table, named ``"<column>_<category>"``, kept sparse);
@@ -53,9 +64,15 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
 
     Notes
     -----
-    A null key matches nothing (SQL semantics; pandas would match null to null). Dates become
-    days since 1970-01-01. With ``how="outer"`` the joined table's unmatched rows come last
-    (pandas sorts outer joins by key instead). A numeric ``fill_value`` other than 0 is held
+    Column names are used as they are (pandas allows integers and tuples); the feature
+    names are their ``str``, and must be unique: a name that two features would share (a
+    one-hot ``"<column>_<category>"`` that another column has, ``0`` and ``"0"``) is a
+    ``ValueError``. A null key matches nothing (SQL semantics; pandas would match null to
+    null). Keys that cannot equal each other are refused rather than matched to nothing:
+    numbers against strings or dates, time-zone-naive against time-zone-aware datetimes
+    (``pandas.merge`` refuses these too). Dates become days since 1970-01-01. With
+    ``how="outer"`` the joined table's unmatched rows come last (pandas sorts outer joins by
+    key instead). A numeric ``fill_value`` other than 0 is held
     exactly by one extra one-row constant source per table, mapped to the target rows that
     table misses.
 
@@ -76,10 +93,7 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
     >>> y
     array([3., 4., 5.])
     """
-    joins = list(joins)
-    for j in joins:
-        if not isinstance(j, Join):
-            raise TypeError(f"joins must hold Join objects, got a {type(j).__name__}.")
+    joins = _join_list(joins)
     if not (isinstance(fill_value, numbers.Real) and np.isfinite(fill_value)):
         raise ValueError(f"fill_value must be a finite number, got {fill_value!r}.")
     names = [default_name(base, 0)] + [j.name or default_name(j.table, i + 1)
@@ -106,7 +120,7 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
         exclude.add((owner, target))
         y = _target_values(target, nodes[owner], node_maps[owner])
     overlaps = ["error"] + [j.overlap for j in joins]
-    attributes = plan_attributes(nodes, overlaps, features, exclude, categorical)
+    attributes = plan_attributes(nodes, overlaps, features, exclude, categorical, shared_keys)
     sources, row_maps, column_maps, feature_names, source_names = build_sources(
         nodes, node_maps, attributes, fill_value)
     X = NormalizedMatrix.from_matrices(
@@ -154,10 +168,25 @@ def _apply_join(join, i, names, nodes, node_maps, shared_keys):
     node_maps = [_carry(m, taken, nodes[k].n_rows) for k, m in enumerate(node_maps)]
     node_maps.append(right_rows.astype(index_dtype(node.n_rows), copy=False))
     nodes.append(node)
-    if join.on is not None:
-        for k in left_keys:
-            shared_keys.setdefault(k, [parent]).append(i)
+    for left_key, right_key in zip(left_keys or (), right_keys or ()):
+        if left_key == right_key:  # pandas keeps one column for same-named keys
+            shared_keys.setdefault(left_key, [parent]).append(i)
     return node_maps
+
+
+def _join_list(joins):
+    """``joins`` as a list of Join; a single Join is a list of one."""
+    if isinstance(joins, Join):
+        return [joins]
+    if isinstance(joins, (str, bytes)) or not np.iterable(joins) or hasattr(joins, "columns"):
+        raise TypeError(f"joins must be a Join or a list of Join objects, got a "
+                        f"{type(joins).__name__}; wrap a table as Join(table, on=...).")
+    joins = list(joins)
+    for j in joins:
+        if not isinstance(j, Join):
+            raise TypeError(f"joins must hold Join objects, got a {type(j).__name__}; "
+                            "wrap a table as Join(table, on=...).")
+    return joins
 
 
 def _parent_index(join, names, nodes, i, left_keys, where):
@@ -223,12 +252,15 @@ def _pair_matches(pairs, parent, node, where):
 def _validate(validate, matches, parent_map, parent, node, left_keys, right_keys, where):
     if validate in (None, "many_to_many"):
         return
+    if left_keys is None:
+        _validate_pairs(validate, matches, parent_map, parent, node, where)
+        return
     if validate in ("one_to_one", "many_to_one") and not matches.right_unique():
         group = int(np.argmax(matches.count))
         row = int(matches.order[matches.start[group]])
         raise ValueError(
             f"{where}: validate={validate!r} but table {node.name!r} has duplicate keys "
-            f"{right_keys or '(pairs)'} (e.g. at row {row})."
+            f"{right_keys} (e.g. at row {row})."
         )
     if validate in ("one_to_one", "one_to_many"):
         codes = target_codes(matches, parent_map)
@@ -237,7 +269,37 @@ def _validate(validate, matches, parent_map, parent, node, left_keys, right_keys
         if dup.any():
             raise ValueError(
                 f"{where}: validate={validate!r} but table {parent.name!r} has duplicate keys "
-                f"{left_keys or '(pairs)'} among the target rows."
+                f"{left_keys} among the target rows."
+            )
+
+
+def _validate_pairs(validate, matches, parent_map, parent, node, where):
+    """``validate`` on entity-resolution pairs, which have no keys: what unique keys would
+    guarantee. ``"many_to_one"``: each target row matches at most one row of ``node``;
+    ``"one_to_many"``: each row of ``node`` is matched by at most one target row (a parent
+    row that an earlier join repeated counts once per target row); ``"one_to_one"``: both.
+    """
+    if validate in ("one_to_one", "many_to_one") and not matches.right_unique():
+        row = int(np.argmax(matches.count))
+        rows = matches.order[matches.start[row]:matches.start[row] + matches.count[row]]
+        raise ValueError(
+            f"{where}: validate={validate!r} but row {row} of table {parent.name!r} is paired "
+            f"with several rows of table {node.name!r} (rows {rows.tolist()})."
+        )
+    if validate in ("one_to_one", "one_to_many"):
+        n_parent = matches.count.size
+        times = (np.ones(n_parent, dtype=np.int64) if parent_map is None else
+                 np.bincount(parent_map[parent_map >= 0], minlength=n_parent))
+        pair_left = np.repeat(np.arange(n_parent), matches.count)
+        matched_by = np.bincount(matches.order, weights=times[pair_left],
+                                 minlength=node.n_rows)
+        row = int(np.argmax(matched_by))
+        if matched_by[row] > 1:
+            lefts = pair_left[matches.order == row]
+            raise ValueError(
+                f"{where}: validate={validate!r} but row {row} of table {node.name!r} is "
+                f"matched by {int(matched_by[row])} target rows (through rows "
+                f"{lefts.tolist()} of table {parent.name!r})."
             )
 
 
@@ -263,13 +325,19 @@ def _target_owner(target, nodes):
 
 def _target_values(target, node, node_map):
     where = f"The target column {target!r} of table {node.name!r}"
+    lacking = [m.name for m in node.members if not m.has(target)]
+    if lacking:
+        raise ValueError(f"{where} is missing from the union's member(s) {lacking}.")
+    nulls = {m.name: int(m.column(target).isna().sum()) for m in node.members}
+    if any(nulls.values()):
+        inside = (f" ({', '.join(f'{n} in {name!r}' for name, n in nulls.items() if n)})"
+                  if node.is_union else "")
+        raise ValueError(f"{where} has {sum(nulls.values())} null values{inside}.")
     series = node.column(target)
-    if series.isna().any():
-        raise ValueError(f"{where} has {int(series.isna().sum())} null values.")
     if (node_map < 0).any():
         raise ValueError(f"{where} is missing for {int((node_map < 0).sum())} target rows "
                          "(rows that table has no row for, after a left or outer join).")
-    if series.dtype == object and pd.api.types.infer_dtype(series) == "decimal":
-        series = series.astype(np.float64)
+    if is_decimal(series):  # Decimal objects or an Arrow decimal: correctly rounded floats
+        return numeric_values(series, NUMERIC, 0.0, where)[node_map]
     values = series.to_numpy()
     return values[node_map]

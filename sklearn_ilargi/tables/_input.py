@@ -1,15 +1,23 @@
 """Read one input table and encode its columns as numbers.
 
-A table may be a pandas DataFrame, a pyarrow Table, a path to a Parquet file or a polars
-DataFrame. Columns are read one at a time and only when needed (keys, features, target), so a
-wide Parquet file is never loaded whole.
+A table may be a pandas DataFrame, a pyarrow Table or RecordBatch, a path to a Parquet file, a
+pyarrow Dataset, a polars DataFrame or LazyFrame (collected), or anything else that exports the
+Arrow PyCapsule stream interface (``__arrow_c_stream__``: DuckDB relations, pyarrow
+RecordBatchReaders), which is read through ``pyarrow.table``. Columns are encoded one at a time
+and only when needed (keys, features, target); a Parquet file and a Dataset are also read one
+column at a time, so a wide one is never loaded whole and its decimals never become Python
+objects.
 
 Encoding, per column kind:
 
 - numeric and boolean: float64;
-- decimal (TPC-H prices): float64;
-- date and datetime: days since 1970-01-01 as float64 (fractional for datetimes; time zones are
-  converted to UTC first);
+- decimal (TPC-H prices): float64, correctly rounded (the float nearest the decimal, what
+  ``float(decimal.Decimal)`` gives), whichever way the table was read: an Arrow decimal is
+  converted from its unscaled integer, not by Arrow's cast to float64 (which is off by one
+  unit in the last place for some values), and a column of ``Decimal`` objects (what
+  ``pandas.read_parquet`` gives by default) by numpy in one pass;
+- date and datetime: days since 1970-01-01 as float64 (fractional for datetimes, the same float
+  for the same instant whatever the unit; time zones are converted to UTC first);
 - categorical and string: one-hot, one column per category of *this* table, kept sparse.
 
 Nulls in a numeric column become ``fill_value``; a null category has no one-hot entry (all
@@ -17,14 +25,24 @@ zeros), as ``pandas.get_dummies`` does.
 """
 
 import decimal
+import math
 import os
+import sys
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+from .._config import get_config
+
 NUMERIC, CATEGORICAL, DATE, OTHER = "numeric", "categorical", "date", "other"
+
+# float64 holds every integer up to 2**53 in magnitude and every power of ten up to 10**22
+_EXACT_INTEGER, _EXACT_POWER = 2 ** 53, 22
+# what polars exports strings as (pyarrow >= 16)
+_STRING_VIEW = pa.string_view() if hasattr(pa, "string_view") else None
 
 
 class InputTable:
@@ -32,7 +50,8 @@ class InputTable:
 
     Parameters
     ----------
-    data : DataFrame, pyarrow.Table, str, os.PathLike or polars.DataFrame
+    data : DataFrame, pyarrow.Table, str, os.PathLike, pyarrow.dataset.Dataset, \
+            polars.DataFrame, polars.LazyFrame or object with ``__arrow_c_stream__``
     name : str
         Used in error messages and source names.
     """
@@ -40,33 +59,14 @@ class InputTable:
     def __init__(self, data, name):
         self.name = name
         self._frame = None
-        self._arrow = None
-        self._parquet = None
+        self._read = None  # column name -> pyarrow array, for every input but a DataFrame
         if isinstance(data, pd.DataFrame):
             self._frame = data
             columns = list(data.columns)
             n_rows = len(data)
-        elif isinstance(data, (str, os.PathLike)):
-            import pyarrow.parquet as pq
-
-            if not os.path.exists(data):
-                raise FileNotFoundError(f"Table {name!r}: no Parquet file at {os.fspath(data)!r}.")
-            self._parquet = pq.ParquetFile(data)
-            columns = list(self._parquet.schema_arrow.names)
-            n_rows = self._parquet.metadata.num_rows
-        elif _is_arrow_table(data):
-            self._arrow = data
-            columns = list(data.column_names)
-            n_rows = data.num_rows
-        elif _is_polars_frame(data):
-            self._arrow = data.to_arrow()
-            columns = list(self._arrow.column_names)
-            n_rows = self._arrow.num_rows
         else:
-            raise TypeError(
-                f"Table {name!r} is a {type(data).__name__}; expected a pandas DataFrame, a "
-                "pyarrow Table, a path to a Parquet file or a polars DataFrame."
-            )
+            self._read, columns, n_rows = _arrow_reader(data, name)
+            columns = list(columns)
         if len(set(columns)) != len(columns):
             seen, dup = set(), []
             for c in columns:
@@ -74,8 +74,8 @@ class InputTable:
                     dup.append(c)
                 seen.add(c)
             raise ValueError(f"Table {name!r} has duplicated column names {dup}.")
-        self.columns = [str(c) if not isinstance(c, str) else c for c in columns]
-        self._labels = dict(zip(self.columns, columns))
+        self.columns = columns  # as given: pandas allows integers and tuples as names
+        self._labels = set(columns)
         self.n_rows = int(n_rows)
         if self.n_rows == 0:
             raise ValueError(f"Table {name!r} is empty (0 rows).")
@@ -94,13 +94,9 @@ class InputTable:
         if column in self._cache:
             return self._cache[column]
         if self._frame is not None:
-            series = self._frame[self._labels[column]]
+            series = self._frame[column]
         else:
-            if self._arrow is not None:
-                array = self._arrow.column(self._labels[column])
-            else:
-                array = self._parquet.read(columns=[column]).column(0)
-            series = _arrow_to_series(array)
+            series = _arrow_to_series(self._read(column))
         self._cache[column] = series
         return series
 
@@ -116,27 +112,110 @@ class InputTable:
         self._cache = {}
 
 
-def _is_arrow_table(data):
-    module = type(data).__module__
-    return module.startswith("pyarrow") and hasattr(data, "column_names")
+def _arrow_reader(data, name):
+    """How to read a table that is not a DataFrame: (read, column names, number of rows).
+
+    ``read(column)`` gives one column as a pyarrow array. A Parquet file and a Dataset are
+    read a column at a time; anything else is an Arrow table in memory.
+    """
+    if isinstance(data, (str, os.PathLike)):
+        import pyarrow.parquet as pq
+
+        if not os.path.exists(data):
+            raise FileNotFoundError(f"Table {name!r}: no Parquet file at {os.fspath(data)!r}.")
+        parquet = pq.ParquetFile(data)
+        return (lambda column: parquet.read(columns=[column]).column(0),
+                parquet.schema_arrow.names, parquet.metadata.num_rows)
+    if _from(data, "pyarrow") and hasattr(data, "to_table") and hasattr(data, "count_rows"):
+        return (lambda column: data.to_table(columns=[column]).column(0),  # a Dataset
+                data.schema.names, data.count_rows())
+    table = _arrow_table(data, name)
+    return table.column, table.column_names, table.num_rows
 
 
-def _is_polars_frame(data):
-    return type(data).__module__.startswith("polars") and hasattr(data, "to_arrow")
+def _arrow_table(data, name):
+    """``data`` as a pyarrow Table (or RecordBatch), or a ``TypeError`` naming the table."""
+    if _from(data, "pyarrow") and hasattr(data, "column_names"):  # a Table or a RecordBatch
+        return data
+    if _from(data, "polars") and hasattr(data, "collect"):  # a LazyFrame: run its query
+        data = data.collect()
+    if _from(data, "polars") and hasattr(data, "to_arrow"):
+        return data.to_arrow()  # zero-copy, strings as large_string
+    if hasattr(data, "__arrow_c_stream__"):  # DuckDB relations, RecordBatchReaders, ...
+        return pa.table(data)
+    stack = "; to stack tables, pass Union([...])" if isinstance(data, (list, tuple)) else ""
+    raise TypeError(
+        f"Table {name!r} is a {type(data).__name__}; expected a pandas DataFrame, a pyarrow "
+        "Table, a path to a Parquet file, a pyarrow Dataset, a polars DataFrame or LazyFrame, "
+        f"or an object with the Arrow stream interface (__arrow_c_stream__){stack}."
+    )
+
+
+def _from(data, package):
+    """Whether ``data``'s type comes from ``package`` (checked without importing it)."""
+    return type(data).__module__.split(".")[0] == package
 
 
 def _arrow_to_series(array):
-    import pyarrow as pa
+    """An Arrow column as a pandas Series: decimals as float64 (correctly rounded), dates as
+    datetime64, dictionaries as categoricals, the rest as ``to_pandas`` makes them."""
     import pyarrow.types as pat
 
     kind = array.type
     if pat.is_decimal(kind):
-        array = array.cast(pa.float64())
-    elif pat.is_dictionary(kind):
-        return pd.Series(array.to_pandas())
+        return pd.Series(decimal_floats(array))
     if pat.is_date(kind):
         return pd.Series(array.to_pandas(date_as_object=False))
     return pd.Series(array.to_pandas())
+
+
+def decimal_floats(array):
+    """The float64 nearest to each value of an Arrow decimal array (NaN where null).
+
+    Each value is its unscaled integer over ``10**scale``, read from the array's buffer: the
+    same float as ``float(decimal.Decimal)``. Where both are exactly float64 (the integer
+    within 2**53 in magnitude, ``10**scale`` within ``10**22``), one IEEE division of the two
+    rounds correctly, for the whole array at once; the other values are divided as Python
+    integers, which rounds correctly too. Arrow's own cast to float64 is off by one unit in
+    the last place for some values (57.55 becomes 57.550000000000004).
+
+    Parameters
+    ----------
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        Of any decimal type (decimal32, decimal64, decimal128, decimal256).
+
+    Returns
+    -------
+    ndarray of shape (len(array),), dtype float64
+    """
+    chunks = getattr(array, "chunks", [array])
+    return np.concatenate([_decimal_chunk_floats(c) for c in chunks] + [np.empty(0)])
+
+
+def _decimal_chunk_floats(chunk):
+    n, scale, width = len(chunk), chunk.type.scale, chunk.type.byte_width
+    if n == 0:
+        return np.empty(0)
+    # each value: its unscaled integer, two's complement in native byte order, `width` bytes
+    raw = np.frombuffer(chunk.buffers()[1], dtype=np.uint8)
+    raw = raw[chunk.offset * width:(chunk.offset + n) * width].reshape(n, width)
+    null = np.zeros(n, dtype=bool)
+    if chunk.null_count:
+        null = chunk.is_null().to_numpy(zero_copy_only=False)
+    values, exact = np.zeros(n), np.zeros(n, dtype=bool)
+    if abs(scale) <= _EXACT_POWER and sys.byteorder == "little":
+        words = raw.view(f"<i{min(width, 8)}")  # the low 64-bit word first
+        unscaled = words[:, 0].astype(np.int64)
+        in_int64 = (words[:, 1:] == (unscaled >> 63)[:, None]).all(axis=1)  # sign extension
+        exact = in_int64 & (-_EXACT_INTEGER <= unscaled) & (unscaled <= _EXACT_INTEGER)
+        values = (unscaled / float(10 ** scale) if scale >= 0
+                  else unscaled * float(10 ** -scale))
+    for i in np.flatnonzero(~exact & ~null):
+        unscaled = int.from_bytes(raw[i].tobytes(), sys.byteorder, signed=True)
+        # Python's integer division rounds correctly, as does an integer's float
+        values[i] = unscaled / 10 ** scale if scale >= 0 else float(unscaled * 10 ** -scale)
+    values[null] = np.nan
+    return values
 
 
 def column_kind(series):
@@ -144,6 +223,8 @@ def column_kind(series):
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return CATEGORICAL
+    if pd.api.types.is_complex_dtype(dtype):  # float64 would drop the imaginary parts
+        return OTHER
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
         return NUMERIC
     if pd.api.types.is_datetime64_any_dtype(dtype):
@@ -175,9 +256,16 @@ def _arrow_kind(arrow_type):
         return DATE
     if pat.is_string(arrow_type) or pat.is_large_string(arrow_type) or pat.is_dictionary(
         arrow_type
-    ):
+    ) or arrow_type == _STRING_VIEW:
         return CATEGORICAL
     return OTHER
+
+
+def is_decimal(series):
+    """Whether ``series`` holds decimals: ``Decimal`` objects or an Arrow decimal type."""
+    if isinstance(series.dtype, pd.ArrowDtype):
+        return pa.types.is_decimal(series.dtype.pyarrow_dtype)
+    return series.dtype == object and pd.api.types.infer_dtype(series) == "decimal"
 
 
 def numeric_values(series, kind, fill_value, where):
@@ -185,10 +273,9 @@ def numeric_values(series, kind, fill_value, where):
     if kind == DATE:
         values = _days_since_epoch(series)
     elif series.dtype == object:
-        values = pd.to_numeric(
-            series.map(lambda v: float(v) if isinstance(v, decimal.Decimal) else v),
-            errors="coerce",
-        ).to_numpy(dtype=np.float64, na_value=np.nan)
+        values = _object_floats(series, where)
+    elif is_decimal(series):
+        values = decimal_floats(series.array.__arrow_array__())
     else:
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.isfinite(values).all():
@@ -198,16 +285,59 @@ def numeric_values(series, kind, fill_value, where):
     return values
 
 
+def _object_floats(series, where):
+    """``float`` of each value of an object column of numbers (the nearest float64 for a
+    ``Decimal``), by numpy in one pass; NaN where null.
+
+    A finite value beyond float64's range is a ``ValueError`` (``float`` makes such a
+    ``Decimal`` an infinity, and refuses such a Python integer).
+    """
+    try:
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    except OverflowError:
+        values = None
+    if values is None or np.isinf(values).any():
+        too_large = next((v for v in series if _out_of_range(v)), None)
+        if too_large is not None:
+            raise ValueError(
+                f"{where} holds the value {decimal.Decimal(too_large):.3e}, out of float64's "
+                "range (magnitudes up to about 1.8e308)."
+            )
+    return values
+
+
+def _out_of_range(value):
+    """Whether ``value`` is a finite number that float64 cannot hold."""
+    if isinstance(value, decimal.Decimal):
+        return value.is_finite() and math.isinf(float(value))
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
 def _days_since_epoch(series):
-    if series.dtype == object:
-        series = pd.to_datetime(series)
-    if getattr(series.dt, "tz", None) is not None:
-        series = series.dt.tz_convert("UTC").dt.tz_localize(None)
-    values = series.to_numpy()
+    """Days since 1970-01-01 as float64 (UTC for time-zone-aware values), NaN where null.
+
+    Whole days and the fraction of a day are taken apart on the integer ticks, so the same
+    instant gives the same float in any unit: a count of nanoseconds has more digits than
+    float64 holds, and dividing it as a float would round twice.
+    """
+    if isinstance(series.dtype, pd.ArrowDtype):  # Arrow holds aware timestamps in UTC
+        values = series.array.__arrow_array__().to_numpy()
+    else:
+        if series.dtype == object:
+            series = pd.to_datetime(series)
+        if getattr(series.dt, "tz", None) is not None:
+            series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        values = series.to_numpy()
     if values.dtype.kind != "M":
         values = values.astype("datetime64[ns]")
     unit = np.datetime_data(values.dtype)[0]
-    days = values.view(np.int64) / (np.timedelta64(1, "D") / np.timedelta64(1, unit))
+    ticks_per_day = np.timedelta64(1, "D") // np.timedelta64(1, unit)
+    whole, part = np.divmod(values.view(np.int64), ticks_per_day)
+    days = whole + part / ticks_per_day
     days[np.isnat(values)] = np.nan
     return days
 
@@ -286,7 +416,8 @@ def encode(numeric, columns, n_rows, order=None):
             out.reshape(-1)[rows * width + positions[rows]] = 1.0
         return out
     # rows in chunks, so that the temporary per-cell arrays stay small next to the result
-    chunks = [(lo, min(lo + _CHUNK_ROWS, n_rows)) for lo in range(0, n_rows, _CHUNK_ROWS)]
+    step = get_config()["table_chunk_rows"]
+    chunks = [(lo, min(lo + step, n_rows)) for lo in range(0, n_rows, step)]
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     for lo, hi in chunks:
         stored = _chunk(columns, places, dense, lo, hi)[0]
@@ -305,9 +436,6 @@ def stored_values(numeric, columns):
     """The number of values :func:`encode` stores in CSR: nonzero numbers, non-null codes."""
     nnz = sum(int(np.count_nonzero(values)) for values in numeric)
     return nnz + sum(int(np.count_nonzero(codes >= 0)) for codes, *_ in columns)
-
-
-_CHUNK_ROWS = 1 << 18
 
 
 def _chunk(columns, places, dense, lo, hi):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._config import get_config
 from ..normalized._row_map import index_dtype
 
 
@@ -37,17 +38,83 @@ def _key_kind(series):
     return inferred
 
 
+def _checked_kind(series, where):
+    kind = _key_kind(series)
+    if kind not in ("number", "string", "datetime", "empty"):
+        raise TypeError(f"Key {where} holds values of type {kind!r}; keys must be "
+                        "numbers, strings or dates.")
+    return kind
+
+
+def check_union_key(columns, wheres):
+    """Refuse a union key whose members hold different types (naming the members): their
+    values would not compare with each other, so nothing would match.
+
+    Parameters
+    ----------
+    columns : list of pandas.Series
+        The key column of each member.
+    wheres : list of str
+        ``"table 'u[0]' column 'k'"`` per member, for error messages.
+    """
+    typed = []
+    for series, where in zip(columns, wheres):
+        kind = _checked_kind(series, where)
+        if kind == "datetime" and _utc_datetimes(series, where)[1]:
+            kind = "time-zone-aware datetime"
+        if kind != "empty":
+            typed.append((kind, where, series.dtype))
+    for kind, where, dtype in typed[1:]:
+        first_kind, first_where, first_dtype = typed[0]
+        if kind != first_kind:
+            raise TypeError(
+                f"Keys of incompatible types within one union: {first_where} holds "
+                f"{first_kind}s ({first_dtype}) but {where} holds {kind}s ({dtype})."
+            )
+
+
 def _plain(series, kind):
-    """Values ready to be factorized together with the other side's."""
+    """Values ready to be factorized together with the other side's (not datetimes)."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype(object)
     if kind == "string":
         return series.astype(object)
-    if kind == "datetime":
-        return pd.to_datetime(series)
     if series.dtype == object:
         return pd.to_numeric(series.map(float, na_action="ignore"))
     return series
+
+
+def _utc_datetimes(series, where):
+    """(naive datetime64 Series in UTC, whether ``series`` has a time zone)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+    try:
+        values = pd.to_datetime(series)
+    except (TypeError, ValueError) as error:  # naive and aware values mixed, say
+        raise TypeError(f"Key {where} holds datetimes that cannot be compared with each "
+                        f"other: {error}") from error
+    aware = getattr(values.dt, "tz", None) is not None
+    if aware:
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    if isinstance(values.dtype, pd.ArrowDtype):
+        values = values.astype(f"datetime64[{values.dtype.pyarrow_dtype.unit}]")
+    return values, aware
+
+
+def _datetime_keys(l_col, r_col, l_where, r_where, both_typed):
+    """Both sides' datetime keys in UTC; refused when only one side has a time zone, as
+    ``pandas.merge`` refuses it (a naive datetime is no instant, so nothing would match)."""
+    (left, l_aware), (right, r_aware) = (_utc_datetimes(l_col, l_where),
+                                         _utc_datetimes(r_col, r_where))
+    if both_typed and l_aware != r_aware:
+        zone = {True: "time-zone-aware", False: "time-zone-naive"}
+        raise TypeError(
+            f"Keys of incompatible types: {l_where} holds {zone[l_aware]} datetimes "
+            f"({l_col.dtype}) but {r_where} holds {zone[r_aware]} ones ({r_col.dtype}); "
+            "pandas.merge refuses them too. Give both a time zone (Series.dt.tz_localize) "
+            "or neither (Series.dt.tz_localize(None))."
+        )
+    return left, right
 
 
 def key_codes(left, right, left_where, right_where):
@@ -84,37 +151,34 @@ def key_codes(left, right, left_where, right_where):
 
 def _column_codes(l_col, r_col, l_where, r_where):
     """(codes, number of codes) of one key column over the left then the right rows."""
-    l_kind, r_kind = _key_kind(l_col), _key_kind(r_col)
-    for kind, where in ((l_kind, l_where), (r_kind, r_where)):
-        if kind not in ("number", "string", "datetime", "empty"):
-            raise TypeError(f"Key {where} holds values of type {kind!r}; keys must be "
-                            "numbers, strings or dates.")
-    if "empty" not in (l_kind, r_kind) and l_kind != r_kind:
+    l_kind, r_kind = _checked_kind(l_col, l_where), _checked_kind(r_col, r_where)
+    both_typed = "empty" not in (l_kind, r_kind)
+    if both_typed and l_kind != r_kind:
         raise TypeError(
-            f"Keys of incompatible types: {l_where} holds {l_kind}s but {r_where} holds "
-            f"{r_kind}s."
+            f"Keys of incompatible types: {l_where} holds {l_kind}s ({l_col.dtype}) but "
+            f"{r_where} holds {r_kind}s ({r_col.dtype})."
         )
     kind = r_kind if l_kind == "empty" else l_kind
     column_codes, n_codes = _integer_codes(l_col, r_col)
     if column_codes is None:
-        both = pd.concat([_plain(l_col, kind), _plain(r_col, kind)], ignore_index=True)
+        if kind == "datetime":
+            sides = _datetime_keys(l_col, r_col, l_where, r_where, both_typed)
+        else:
+            sides = [_plain(l_col, kind), _plain(r_col, kind)]
+        both = pd.concat(sides, ignore_index=True)
         column_codes, uniques = pd.factorize(both)
         column_codes, n_codes = column_codes.astype(np.int64), len(uniques)
     return column_codes, n_codes
 
 
-PAIR_SLOTS = 8
-"""Match a two-column key through a table of each first value's distinct second values on the
-right when none has more than this many (a part's suppliers in TPC-H's partsupp: 4)."""
-
-
 def _pair_codes(first, second, n_left):
     """(codes, width) of a two-column key from its columns' codes, without hashing.
 
-    Every row looks its second value up among the right's (at most ``PAIR_SLOTS``) second
-    values of its first value; its code is (first value, slot). On TPC-H SF1's lineitem x
-    partsupp this took about half the time of hashing the combined codes in profiling. None
-    when a first value has more slots, or the key would not need compacting anyway.
+    Every row looks its second value up among the right's (at most ``pair_slots``, a setting)
+    second values of its first value; its code is (first value, slot). This avoids hashing the
+    combined codes, which dominates matching a fact table against a wide composite key (TPC-H's
+    lineitem x partsupp; ``benchmarks/tables.py`` measures it). None when a first value has
+    more slots, or the key would not need compacting anyway.
     """
     (codes1, n1), (codes2, n2) = first, second
     n1, n2 = max(n1, 1), max(n2, 1)
@@ -124,12 +188,12 @@ def _pair_codes(first, second, n_left):
     right1, right2 = codes1[n_left:], codes2[n_left:]
     valid = (right1 >= 0) & (right2 >= 0)
     pairs = np.sort(right1[valid].astype(np.int64) * n2 + right2[valid])
-    # distinct by sorting: numpy's hashing np.unique took 0.85 s on partsupp's 800k pairs
+    # distinct by sorting the int64 pairs: cheaper than np.unique's hashing on many pairs
     pairs = pairs[np.append(True, pairs[1:] != pairs[:-1])]
     pair_first = pairs // n2
     per_first = np.bincount(pair_first, minlength=n1)
     slots = max(int(per_first.max(initial=0)), 1)
-    if slots > PAIR_SLOTS:
+    if slots > get_config()["pair_slots"]:
         return None
     slot = np.arange(pairs.size) - (np.cumsum(per_first) - per_first)[pair_first]
     seconds = np.full((slots, n1), -1, dtype=codes2.dtype)  # no second code is -1 once valid

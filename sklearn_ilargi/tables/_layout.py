@@ -4,13 +4,13 @@ Columns become *attributes* (target features) by name. Two tables that share a n
 name either fail, share one attribute (coalesce: the first table in the description that has the
 row wins) or keep two renamed ones (suffix). Each input table then becomes one source: a dense
 block when all its features are numeric, else one block holding its numeric columns and its
-one-hot columns (one gather per table in every product, measured about twice as fast for
-``T @ w`` as a dense and a CSR source with separate row maps): CSR, or dense straight away
-where the core would store it dense. A dimension's categories cost per dimension row, never
-per target row.
+one-hot columns (one gather per table in every product, where a dense and a CSR source
+with separate row maps would gather twice): CSR, or dense straight away where the core would
+store it dense. A dimension's categories cost per dimension row, never per target row.
 """
 
 import numpy as np
+import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ..normalized._parse import is_identity
@@ -22,7 +22,7 @@ from ._input import (
 _CATEGORICAL_CHOICES = ("onehot", "drop", "error")
 
 
-def plan_attributes(nodes, overlaps, features, exclude, categorical):
+def plan_attributes(nodes, overlaps, features, exclude, categorical, shared_keys):
     """Ordered attributes: final name -> (kind, [(node index, column), ...]).
 
     Parameters
@@ -30,11 +30,15 @@ def plan_attributes(nodes, overlaps, features, exclude, categorical):
     nodes : list of Node
     overlaps : list of str
         The overlap rule of each node (the base's is never used).
-    features : list of str or None
-        Columns to use; None for every encodable one.
+    features : list of column names or None
+        Columns to use; None for every encodable one except the join keys. A key named here
+        is a feature too.
     exclude : set of (node index, column)
         Target column(s), never features. Key columns are read from ``node.keys``.
     categorical : {"onehot", "drop", "error"}
+    shared_keys : dict
+        Key name -> the nodes whose same-named key columns ``pandas.merge`` keeps as one
+        column; named in ``features``, they are one attribute, coalesced like pandas' column.
     """
     if categorical not in _CATEGORICAL_CHOICES:
         raise ValueError(f"categorical must be one of {_CATEGORICAL_CHOICES}, got "
@@ -49,17 +53,13 @@ def plan_attributes(nodes, overlaps, features, exclude, categorical):
     names, attributes = [], {}
     for i, node in enumerate(nodes):
         for column in node.columns:
-            if (i, column) in exclude or column in node.keys:
-                continue
-            if wanted is not None and column not in wanted:
+            if not _is_candidate(i, column, nodes, wanted, exclude):
                 continue
             kind = _attribute_kind(node, column)
             where = f"Table {node.name!r} column {column!r}"
             if kind == OTHER:
-                raise TypeError(
-                    f"{where} cannot be encoded (not numeric, boolean, decimal, date, string or "
-                    "categorical); leave it out with features=[...]."
-                )
+                raise TypeError(f"{where} {_why_not_encodable(node, column)}; leave it out "
+                                "with features=[...].")
             if kind == CATEGORICAL and categorical != "onehot":
                 if categorical == "error" or wanted is not None:
                     raise TypeError(f"{where} is categorical but categorical={categorical!r}.")
@@ -69,38 +69,94 @@ def plan_attributes(nodes, overlaps, features, exclude, categorical):
                 attributes[column] = (kind, [(i, column)])
                 continue
             earlier_kind, providers = attributes[column]
-            rule = overlaps[i]
+            same_key = _same_key(attributes, column, i, nodes, shared_keys)
+            rule = "coalesce" if same_key else overlaps[i]
             if rule == "error":
                 raise ValueError(
-                    f"Tables {nodes[providers[0][0]].name!r} and {node.name!r} both have the "
-                    f"non-key column {column!r}; pass overlap='coalesce' or 'suffix' to the join "
-                    f"{node.name!r}, or leave the column out with features=[...]."
+                    f"Tables {_provider(nodes, attributes, column)} and {node.name!r} both "
+                    f"have the column {column!r}; pass overlap='coalesce' or 'suffix' to "
+                    f"the join {node.name!r}, or leave the column out with features=[...]."
                 )
             if rule == "coalesce":
                 if earlier_kind != kind:
                     raise TypeError(
                         f"Cannot coalesce column {column!r}: it is {earlier_kind} in table "
-                        f"{nodes[providers[0][0]].name!r} but {kind} in {node.name!r}."
+                        f"{_provider(nodes, attributes, column)} but {kind} in {node.name!r}."
                     )
                 providers.append((i, column))
                 continue
-            renamed = column + "_x"
-            names[names.index(column)] = renamed
-            attributes[renamed] = attributes.pop(column)
-            names.append(column + "_y")
-            attributes[column + "_y"] = (kind, [(i, column)])
+            _suffix(names, attributes, column, kind, i, nodes, wanted, exclude)
     if not names:
         raise ValueError("No feature columns are left (keys and the target are not features).")
     return [(name,) + attributes[name] for name in names]
 
 
+def _is_candidate(i, column, nodes, wanted, exclude):
+    """Whether column ``column`` of node ``i`` is to be a feature: named in ``features``
+    (keys included), or by default any column but the keys; never the target."""
+    if (i, column) in exclude:
+        return False
+    return column not in nodes[i].keys if wanted is None else column in wanted
+
+
+def _same_key(attributes, column, i, nodes, shared_keys):
+    """Whether key ``column`` of node ``i`` and the attribute of that name are the same-named
+    keys of joins, which ``pandas.merge`` keeps as one column."""
+    first, first_column = attributes[column][1][0]
+    group = shared_keys.get(column, ())
+    return (column in nodes[i].keys and first_column == column and first in group
+            and i in group)
+
+
+def _provider(nodes, attributes, name):
+    """The table of attribute ``name`` for messages, with its column where it was renamed."""
+    i, column = attributes[name][1][0]
+    if column == name:
+        return repr(nodes[i].name)
+    return f"{nodes[i].name!r} (column {column!r}, renamed {name!r})"
+
+
+def _why_not_encodable(node, column):
+    """Why a column of kind OTHER has no encoding, for the error."""
+    for member in node.members:
+        if member.has(column) and pd.api.types.is_complex_dtype(member.column(column).dtype):
+            return "holds complex numbers, which have no float64 encoding"
+    return "cannot be encoded (not numeric, boolean, decimal, date, string or categorical)"
+
+
+def _suffix(names, attributes, column, kind, i, nodes, wanted, exclude):
+    """Keep both attributes named ``column``, renamed as pandas does: the earlier one
+    ``<column>_x``, node ``i``'s ``<column>_y``. Refused, as ``pandas.merge`` refuses it, when
+    either name is a feature already (an earlier attribute, or a feature column of node
+    ``i``): feature names stay unique."""
+    node, earlier, later = nodes[i], f"{column}_x", f"{column}_y"
+    for name in (earlier, later):
+        in_node = name in node.columns and _is_candidate(i, name, nodes, wanted, exclude)
+        if in_node or name in attributes:
+            owner = repr(node.name) if in_node else _provider(nodes, attributes, name)
+            raise ValueError(
+                f"overlap='suffix' on the join {node.name!r} would rename column {column!r} "
+                f"to {name!r}, a name table {owner} has already (pandas.merge refuses this "
+                "too); rename one of them, or leave one out with features=[...]."
+            )
+    names[names.index(column)] = earlier
+    attributes[earlier] = attributes.pop(column)
+    names.append(later)
+    attributes[later] = (kind, [(i, column)])
+
+
 def _attribute_kind(node, column):
-    kinds = {column_kind(m.column(column)) for m in node.members if m.has(column)}
-    kinds = {NUMERIC if k == DATE else k for k in kinds}
+    """The column's kind (dates are numeric); a union's members must agree."""
+    kinds = {}
+    for member in node.members:
+        if member.has(column):
+            kind = column_kind(member.column(column))
+            kinds.setdefault(NUMERIC if kind == DATE else kind, []).append(member.name)
     if len(kinds) > 1:
+        listed = "; ".join(f"{kind} in {members}" for kind, members in kinds.items())
         raise TypeError(f"Union {node.name!r} column {column!r} has different kinds in its "
-                        f"tables: {sorted(kinds)}.")
-    return kinds.pop()
+                        f"members ({listed}); encode it alike in all of them.")
+    return next(iter(kinds))
 
 
 def build_sources(nodes, node_maps, attributes, fill_value):
@@ -111,19 +167,7 @@ def build_sources(nodes, node_maps, attributes, fill_value):
     _factorize_in_threads([(m, col) for _, kind, providers in attributes
                            if kind == CATEGORICAL for i, col in providers
                            for m in nodes[i].members if m.has(col)])
-    feature_names = []
-    placement = {}  # (node index, column) -> (kind, first target column, categories)
-    for name, kind, providers in attributes:
-        categories = None
-        if kind == CATEGORICAL:
-            categories = sorted({c for i, col in providers for m in nodes[i].members
-                                 if m.has(col) for c in m.factorized(col)[1]})
-            cols = [f"{name}_{c}" for c in categories]
-        else:
-            cols = [name]
-        for provider in providers:
-            placement[provider] = (kind, len(feature_names), categories)
-        feature_names += cols
+    feature_names, placement = _place_attributes(nodes, attributes)
     sources, row_maps, column_maps, source_names, numeric_providers = [], [], [], [], []
     for i, node in enumerate(nodes):
         for m, member in enumerate(node.members):
@@ -163,6 +207,38 @@ def build_sources(nodes, node_maps, attributes, fill_value):
     return sources, row_maps, column_maps, feature_names, source_names
 
 
+def _place_attributes(nodes, attributes):
+    """Target feature names (str, unique) and each provider's (kind, first target column,
+    categories); a one-hot attribute has one column per category, ``"<name>_<category>"``."""
+    feature_names, origins = [], []
+    placement = {}  # (node index, column) -> (kind, first target column, categories)
+    for name, kind, providers in attributes:
+        categories = None
+        i, column = providers[0]
+        origin = f"column {column!r} of table {nodes[i].name!r}"
+        if kind == CATEGORICAL:
+            categories = sorted({c for i, col in providers for m in nodes[i].members
+                                 if m.has(col) for c in m.factorized(col)[1]})
+            cols = [f"{name}_{c}" for c in categories]
+            origins += [f"{origin} (category {c!r})" for c in categories]
+        else:
+            cols = [str(name)]
+            origins.append(origin)
+        for provider in providers:
+            placement[provider] = (kind, len(feature_names), categories)
+        feature_names += cols
+    first = {}
+    for name, origin in zip(feature_names, origins):
+        if name in first:
+            raise ValueError(
+                f"Two features would be named {name!r}: {first[name]} and {origin}; "
+                "feature names must be unique: rename one, or leave one out with "
+                "features=[...]."
+            )
+        first[name] = origin
+    return feature_names, placement
+
+
 def _factorize_in_threads(columns):
     """Factorize the (table, column) pairs side by side; each table caches its result.
 
@@ -171,7 +247,9 @@ def _factorize_in_threads(columns):
     """
     for member, column in columns:
         member.column(column)
-    Parallel(n_jobs=min(len(columns), effective_n_jobs(-1)) or 1, prefer="threads")(
+    # Threads whatever joblib is set to: the results are cached on the tables of this process,
+    # which also makes the workers see its settings.
+    Parallel(n_jobs=min(len(columns), effective_n_jobs(-1)) or 1, require="sharedmem")(
         delayed(member.factorized)(column) for member, column in columns)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ._input import InputTable
+from ._keys import check_union_key
 
 _HOWS = ("inner", "left", "outer")
 _VALIDATES = (None, "one_to_one", "many_to_one", "one_to_many", "many_to_many")
@@ -26,10 +27,15 @@ class Join:
 
     Parameters
     ----------
-    table : DataFrame, pyarrow.Table, str, os.PathLike, polars.DataFrame or Union
-        The table to join.
+    table : DataFrame, pyarrow.Table, str, os.PathLike, pyarrow.dataset.Dataset, \
+            polars.DataFrame, polars.LazyFrame, object with ``__arrow_c_stream__`` or Union
+        The table to join: a str or path is a Parquet file; an object with the Arrow stream
+        interface (a DuckDB relation, a RecordBatchReader) is read through
+        ``pyarrow.table``.
     on : str or list of str, optional
-        Key column(s) with the same name in both tables.
+        Key column(s) with the same name in both tables. Names are used as they are (an
+        integer names an integer column); a list (or tuple, as in ``pandas.merge``) makes a
+        multi-column key, so a tuple-named column is given as ``[("a", "b")]``.
     left_on, right_on : str or list of str, optional
         Key columns of the parent table and of ``table``, when their names differ.
     how : {"inner", "left", "outer"}, default="inner"
@@ -41,15 +47,48 @@ class Join:
     name : str, optional
         Name of this join, used by ``parent`` and in error messages. Defaults to the file
         name for a Parquet path, ``Union.name`` for a union, else ``"table<i>"``.
-    validate : {None, "one_to_one", "many_to_one", "one_to_many", "many_to_many"}
-        Check that the keys are unique on the side(s) named, as in ``pandas.merge``.
+    validate : {None, "one_to_one", "many_to_one", "one_to_many", "many_to_many"}, \
+            default=None
+        Check that the keys are unique on the side(s) named, as in ``pandas.merge``. On
+        ``pairs``, which have no keys, what unique keys guarantee: ``"many_to_one"``, no
+        target row paired with two rows of ``table``; ``"one_to_many"``, no row of
+        ``table`` matched by two target rows; ``"one_to_one"``, both.
     overlap : {"error", "coalesce", "suffix"}, default="error"
         What to do when ``table`` has a non-key column whose name an earlier table has
         already: raise; treat both as one attribute where the first table that has the row
-        wins (source redundancy); or keep both, renamed with ``_x`` / ``_y`` like pandas.
+        wins (source redundancy); or keep both, renamed with ``_x`` / ``_y`` like pandas
+        (a ``ValueError`` when a renamed name is a feature already, where ``pandas.merge``
+        raises ``MergeError``).
     pairs : tuple of two int arrays, optional
         ``(left_rows, right_rows)``: row positions in the parent table and in ``table`` that
         match (entity resolution), instead of keys.
+
+    See Also
+    --------
+    from_tables : Build a NormalizedMatrix from a base table and its joins.
+    Union : Tables stacked by rows, usable as a joined table or as the base.
+
+    Examples
+    --------
+    A snowflake: sales join their stores, and the stores join their regions (``parent``
+    names the table whose ``region`` column the keys come from). The left joins keep the
+    sale of store 3, which has no row in ``stores``; its missing cells are 0:
+
+    >>> import pandas as pd
+    >>> from sklearn_ilargi import Join, from_tables
+    >>> sales = pd.DataFrame({"store": [1, 2, 1, 3], "units": [3.0, 4.0, 5.0, 1.0]})
+    >>> stores = pd.DataFrame({"store": [1, 2], "size": [100.0, 250.0], "region": [7, 8]})
+    >>> regions = pd.DataFrame({"region_id": [7, 8], "people": [5.0, 9.0]})
+    >>> X, y = from_tables(sales, [
+    ...     Join(stores, on="store", how="left", name="stores"),
+    ...     Join(regions, left_on="region", right_on="region_id", parent="stores",
+    ...          how="left"),
+    ... ], target="units", features=["size", "people"])
+    >>> X.materialize()
+    array([[100.,   5.],
+           [250.,   9.],
+           [100.,   5.],
+           [  0.,   0.]])
     """
 
     def __init__(self, table, on=None, *, left_on=None, right_on=None, how="inner",
@@ -105,12 +144,44 @@ class Union:
 
     Parameters
     ----------
-    tables : list of DataFrame, pyarrow.Table, str, os.PathLike or polars.DataFrame
+    tables : list of tables
+        The tables to stack, in order, each of a type that :class:`Join` takes (a str or
+        path is a Parquet file). A Union nested in the list is flattened, and a single
+        Union is the list of its tables. A single table is a ``TypeError``: pass
+        ``[table]``.
     name : str, optional
         Name used by ``Join.parent`` and in error messages.
+
+    See Also
+    --------
+    Join : One table joined to the base or to an earlier join.
+    from_tables : Build a NormalizedMatrix from a base table and its joins.
+
+    Examples
+    --------
+    Two silos' tables stacked as the base; the second has a column the first lacks, which is
+    missing (0) in the first's rows:
+
+    >>> import pandas as pd
+    >>> from sklearn_ilargi import Union, from_tables
+    >>> first = pd.DataFrame({"x": [1.0, 2.0]})
+    >>> second = pd.DataFrame({"x": [3.0], "z": [4.0]})
+    >>> X = from_tables(Union([first, second], name="both"))
+    >>> X.materialize()
+    array([[1., 0.],
+           [2., 0.],
+           [3., 4.]])
+    >>> list(X.feature_names)
+    ['x', 'z']
     """
 
     def __init__(self, tables, *, name=None):
+        if isinstance(tables, Union):
+            tables = [tables]
+        elif _is_one_table(tables):
+            # a DataFrame iterates over its column names, a str over its characters
+            raise TypeError(f"Union takes a list of tables, got a single "
+                            f"{type(tables).__name__}; pass Union([table, ...]).")
         self.tables = list(tables)
         self.name = name
 
@@ -154,7 +225,7 @@ class Node:
         if not self.is_union:
             return self.members[0].column(column)
         if not any(m.has(column) for m in self.members):
-            self.members[0].column(column)  # raises, naming the table
+            raise KeyError(f"No member of union {self.name!r} has a column {column!r}.")
         parts = [
             m.column(column).reset_index(drop=True) if m.has(column)
             else pd.Series([None] * m.n_rows, dtype=object)
@@ -167,7 +238,15 @@ class Node:
             if not member.has(column):
                 raise KeyError(f"{where}: key column {column!r} does not exist in table "
                                f"{member.name!r}; its columns are {member.columns}.")
+        if self.is_union:
+            check_union_key([m.column(column) for m in self.members],
+                            [f"table {m.name!r} column {column!r}" for m in self.members])
         return self.column(column)
+
+
+def _is_one_table(tables):
+    return (isinstance(tables, (str, bytes, os.PathLike)) or hasattr(tables, "columns")
+            or hasattr(tables, "__arrow_c_stream__") or not np.iterable(tables))
 
 
 def _flatten(tables):

@@ -7,14 +7,12 @@ source (in order) that has a row for the target row and maps a column to the tar
 gives the value; otherwise 0.
 """
 
-from unittest import mock
-
 import numpy as np
 import scipy.sparse as sp
 from hypothesis import strategies as st
 
-from sklearn_ilargi import NormalizedMatrix
-from sklearn_ilargi.normalized import _blocks
+from sklearn_ilargi import NormalizedMatrix, config_context
+from sklearn_ilargi._config import OPTIONS
 
 JOIN_KINDS = ("fact", "inner", "left", "many_to_many", "union", "snowflake")
 
@@ -98,12 +96,25 @@ def reference_matrix(sources, row_maps, column_maps, n_columns, dtype=np.float64
     return out
 
 
+def sources_as_given(**settings):
+    """A context in which matrices keep their sparse sources sparse and factorized, as given.
+
+    By default a small sparse source is stored dense (``dense_storage_max_cells``) and thin
+    ones gathered onto the target's rows (``gathered_values_per_row``); the tests' sources are
+    small, and would then not exercise the sparse paths. ``settings`` adds or overrides
+    settings (e.g. ``gathered_values_per_row`` to gather thin sources after all).
+    """
+    return config_context(**{"dense_storage_max_cells": 0, "gathered_values_per_row": 0,
+                             **settings})
+
+
 def build(scenario, *, gather_thin=False):
-    """The scenario's NormalizedMatrix; ``gather_thin`` stores its thin sparse sources
-    gathered (``GATHERED_VALUES_PER_ROW`` as by default), as the tests otherwise do not."""
+    """The scenario's NormalizedMatrix, its sparse sources kept sparse (see
+    :func:`sources_as_given`); ``gather_thin`` stores its thin sparse sources gathered
+    (``gathered_values_per_row`` as by default)."""
     sources, row_maps, column_maps, n_columns = scenario
-    values_per_row = 1.0 if gather_thin else _blocks.GATHERED_VALUES_PER_ROW
-    with mock.patch.object(_blocks, "GATHERED_VALUES_PER_ROW", values_per_row):
+    values_per_row = OPTIONS["gathered_values_per_row"].default if gather_thin else 0
+    with sources_as_given(gathered_values_per_row=values_per_row):
         return NormalizedMatrix.from_matrices(sources, row_maps, column_maps,
                                               n_columns=n_columns)
 

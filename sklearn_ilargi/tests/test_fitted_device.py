@@ -250,3 +250,14 @@ def test_a_dataframe_with_device_or_blocks_columns_is_host_data():
     frame = pd.DataFrame({"device": ["gpu", "gpu"], "blocks": [1.0, 2.0]})
     assert device_of(frame) == "cpu"
     assert like_input(np.ones(2), frame).__class__ is np.ndarray
+
+
+def test_set_output_containers_are_built_on_the_host(gpu_input):
+    """A DataFrame is host data: ``set_output``'s wrapper gets the host result to build it."""
+    pd = pytest.importorskip("pandas")
+    scaler = make(sklearn_ilargi.FactorizedStandardScaler).fit(gpu_input)
+    scaler.set_output(transform="pandas")
+    out = scaler.transform(gpu_input)
+    assert isinstance(out, pd.DataFrame)
+    assert_allclose(out.to_numpy(), make(sklearn_ilargi.FactorizedStandardScaler).fit(
+        star()).transform(star()).materialize())

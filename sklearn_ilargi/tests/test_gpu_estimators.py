@@ -20,6 +20,7 @@ from sklearn_ilargi.backend import gpu_available, to_numpy
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
 
 from sklearn_ilargi.tests._estimators import estimator_classes
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 if not gpu_available():
     pytest.skip(f"GPU backend unusable: {_gpu_unavailable_reason()}", allow_module_level=True)
@@ -38,7 +39,8 @@ CLASSES = estimator_classes()
 
 
 def scenario(seed=0, *, sparse=False, missing=True, positive=False):
-    """A star with a left join: fact (2 columns) + two dimensions, one with misses."""
+    """A star with a left join: fact (2 columns) + two dimensions, one with misses; with
+    ``sparse``, the first dimension is kept CSR (half full, it would be stored dense)."""
     rng = np.random.default_rng(seed)
     n = 200
     draw = (lambda shape: rng.random(shape)) if positive else rng.standard_normal
@@ -52,7 +54,10 @@ def scenario(seed=0, *, sparse=False, missing=True, positive=False):
     map2 = rng.integers(0, 7, n)
     if missing:
         map2[rng.random(n) < 0.2] = -1
-    return NormalizedMatrix.from_matrices([fact, dim1, dim2], [np.arange(n), map1, map2])
+    with sources_as_given(dense_storage_density=2.0):
+        X = NormalizedMatrix.from_matrices([fact, dim1, dim2], [np.arange(n), map1, map2])
+    assert any(sp.issparse(b.source) for b in X.blocks) == sparse
+    return X
 
 
 def fit_arguments(estimator, X, seed=0):

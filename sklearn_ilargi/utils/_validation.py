@@ -1,7 +1,12 @@
 """Input validation that keeps a NormalizedMatrix factorized and hands the rest to scikit-learn."""
 
 import numpy as np
-from sklearn.utils.validation import check_array, check_consistent_length, validate_data
+from sklearn.utils.validation import (
+    assert_all_finite,
+    check_array,
+    check_consistent_length,
+    validate_data,
+)
 
 from ..normalized import NormalizedMatrix
 
@@ -56,7 +61,9 @@ def check_y(y, *, y_numeric=False, multi_output=False):
         if y.ndim != 1:
             raise ValueError(f"y should be a 1d array, got an array of shape {y.shape} instead.")
     if y_numeric and y.dtype.kind == "O":
+        # As scikit-learn: None (or NaN) among objects becomes NaN, and is refused as such.
         y = y.astype(np.float64)
+        assert_all_finite(y, input_name="y")
     return y
 
 

@@ -14,7 +14,10 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
+import sklearn_ilargi.backend._dense as dense_module
 import sklearn_ilargi.backend._numpy as cpu_module
+from sklearn_ilargi import config_context
+from sklearn_ilargi._config import OPTIONS
 from sklearn_ilargi.backend import get_backend, gpu_available, to_numpy
 from sklearn_ilargi.backend._registry import _gpu_unavailable_reason
 from sklearn_ilargi.normalized._row_map import RowMap
@@ -87,19 +90,45 @@ def _public_functions_of_source(path):
              if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
     assigned = {target.id for node in tree.body if isinstance(node, ast.Assign)
                 for target in node.targets if isinstance(target, ast.Name)}
-    return names, assigned
+    return names | _names_taken_from_dense(tree), assigned
+
+
+def _names_taken_from_dense(tree):
+    """The public names that a module's source imports from ``._dense``."""
+    return {alias.asname or alias.name for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == "_dense"
+            for alias in node.names if not alias.name.startswith("_")}
+
+
+def _cpu_primitives():
+    """The CPU backend's public functions: its own and those it takes from ``_dense``."""
+    return {name: obj for name, obj in vars(cpu_module).items()
+            if inspect.isfunction(obj) and not name.startswith("_")
+            and obj.__module__ in (cpu_module.__name__, dense_module.__name__)}
 
 
 def test_gpu_module_mirrors_every_cpu_primitive():
     """Checked from the source, so it runs without CuPy."""
-    cpu_names = {name for name, obj in vars(cpu_module).items()
-                 if inspect.isfunction(obj) and obj.__module__ == cpu_module.__name__
-                 and not name.startswith("_")}
+    cpu_names = set(_cpu_primitives())
     gpu_path = Path(cpu_module.__file__).with_name("_cupy.py")
     gpu_names, gpu_assigned = _public_functions_of_source(gpu_path)
     assert cpu_names - gpu_names == set()
     assert {"name", "xp"} <= gpu_assigned
-    assert gpu_names - cpu_names <= {"segment_sum_method", "use_segment_sum"}
+    assert gpu_names - cpu_names == set()
+
+
+def test_both_backends_take_the_same_functions_from_dense():
+    """A primitive with no sparse case is ``_dense``'s own on both backends; every other
+    function of ``_dense`` is the dense case of a primitive that both backends define."""
+    taken = {name for name, obj in _cpu_primitives().items()
+             if obj.__module__ == dense_module.__name__}
+    assert all(getattr(cpu_module, name) is getattr(dense_module, name) for name in taken)
+    gpu_tree = ast.parse(Path(cpu_module.__file__).with_name("_cupy.py").read_text())
+    assert _names_taken_from_dense(gpu_tree) == taken
+    dense_names = {name for name, obj in vars(dense_module).items()
+                   if inspect.isfunction(obj) and obj.__module__ == dense_module.__name__
+                   and not name.startswith("_")}
+    assert dense_names <= set(_cpu_primitives())
 
 
 def test_gpu_module_signatures_match():
@@ -181,7 +210,7 @@ def test_scatter_add_rows_is_transposed_indicator_product(be, case, width, weigh
     w = np.random.default_rng(1).random(n_target).astype(dtype) if weighted else None
     expected = ind.T @ (y if w is None else (y.T * w).T)
     for method in _segment_sum_methods(be):
-        with _segment_sum(be, method):
+        with config_context(gpu_segment_sum=method):
             row_map = make_row_map(be, n_source, indices)
             got = be.scatter_add_rows(be.from_numpy(y), row_map,
                                       None if w is None else be.from_numpy(w))
@@ -267,6 +296,39 @@ def test_group_counts(be, case, n_groups, weighted):
                           None if w is None else be.from_numpy(w), np.float64)
     assert got.shape == expected.shape
     assert_allclose(host(got), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("rows_per_gather", [1, 2, OPTIONS["rows_per_gather"].default])
+def test_add_gathered_rows_in_any_slices(be, case, rows_per_gather):
+    n_source, indices = ROW_MAPS[case]
+    ind = indicator(n_source, indices)
+    z = operand(n_source, 3)
+    start = operand(ind.shape[0], 3, seed=1)
+    out = be.from_numpy(start.copy())
+    with config_context(rows_per_gather=rows_per_gather):
+        be.add_gathered_rows(out, be.from_numpy(z), make_row_map(be, n_source, indices))
+    assert_allclose(host(out), start + ind @ z)
+
+
+@pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
+@pytest.mark.parametrize("settings", [dict(bincount_max_columns=0, group_cells_per_row=0),
+                                      dict(bincount_max_columns=100,
+                                           group_cells_per_row=10**6)],
+                         ids=["products, sparse counts", "bincounts, dense counts"])
+def test_thresholds_choose_the_path_not_the_result(be, case, settings):
+    """Either side of ``bincount_max_columns`` and ``group_cells_per_row``: the same sums."""
+    n_source, indices = ROW_MAPS[case]
+    ind = indicator(n_source, indices)
+    y = operand(ind.shape[0], 4)
+    labels = np.arange(ind.shape[0], dtype=np.int32) % 3
+    row_map = make_row_map(be, n_source, indices)
+    with config_context(**settings):
+        sums = be.scatter_add_rows(be.from_numpy(y), row_map)
+        groups = be.group_counts(row_map, be.from_numpy(labels), 3, None, np.float64)
+    assert_allclose(host(sums), ind.T @ y, rtol=1e-12)
+    assert be.is_sparse(groups) == (settings["group_cells_per_row"] == 0)
+    assert_allclose(host(groups), ind.T @ np.eye(3)[labels], rtol=1e-12)
 
 
 def test_cooccurrence_of_identity_maps(be):
@@ -390,15 +452,9 @@ def test_device_queries(be):
 
 # ---------------------------------------------------------------------- helpers
 def _segment_sum_methods(be):
-    return getattr(be, "SEGMENT_SUM_METHODS", (None,))
-
-
-def _segment_sum(be, method):
-    if method is None:
-        from contextlib import nullcontext
-
-        return nullcontext()
-    return be.use_segment_sum(method)
+    """Every ``gpu_segment_sum`` setting on the GPU; the CPU backend reads none."""
+    option = OPTIONS["gpu_segment_sum"]
+    return option.choices if be.name == "gpu" else (option.default,)
 
 
 def test_map_in_threads_keeps_the_order(be):

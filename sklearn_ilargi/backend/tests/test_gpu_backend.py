@@ -14,6 +14,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose
 
+from sklearn_ilargi import config_context
+from sklearn_ilargi._config import OPTIONS
 from sklearn_ilargi.tests._scenarios import build, random_scenario
 from sklearn_ilargi.backend import (
     DeviceMemoryWarning,
@@ -60,9 +62,12 @@ def dtype(request):
     return request.param
 
 
-@pytest.fixture(params=get_backend("gpu").SEGMENT_SUM_METHODS)
+SEGMENT_SUM_METHODS = OPTIONS["gpu_segment_sum"].choices
+
+
+@pytest.fixture(params=SEGMENT_SUM_METHODS)
 def segment_sum(request):
-    with get_backend("gpu").use_segment_sum(request.param):
+    with config_context(gpu_segment_sum=request.param):
         yield request.param
 
 
@@ -159,20 +164,19 @@ def test_host_conversion_warns_and_returns_numpy():
 # ---------------------------------------------------------------------- segment sums
 @pytest.mark.parametrize("seed", SEEDS)
 def test_segment_sum_methods_agree(seed):
-    be = get_backend("gpu")
     nm, gpu = pair(seed)
     y = cupy.asarray(np.random.default_rng(500 + seed).standard_normal((nm.shape[0], 4)))
     results = {}
-    for method in be.SEGMENT_SUM_METHODS:
-        with be.use_segment_sum(method):
+    for method in SEGMENT_SUM_METHODS:
+        with config_context(gpu_segment_sum=method):
             results[method] = host(gpu.T @ y)
     for method, value in results.items():
         assert_allclose(value, results["csr"], rtol=1e-10, atol=1e-10, err_msg=method)
 
 
 def test_unknown_segment_sum_method_is_refused():
-    with pytest.raises(ValueError, match="csr"):
-        with get_backend("gpu").use_segment_sum("atomics"):
+    with pytest.raises(ValueError, match="gpu_segment_sum.*csr"):
+        with config_context(gpu_segment_sum="atomics"):
             pass
 
 

@@ -21,7 +21,7 @@ from sklearn_ilargi import FactorizedKMeans, FactorizedStandardScaler, Normalize
 def scenario(seed, n_target=40, **kwargs):
     rng = np.random.default_rng(seed)
     nm = build(random_scenario(rng, n_target=n_target, **kwargs), gather_thin=seed % 2 == 1)
-    return nm, nm.materialize(), rng
+    return nm, nm.toarray(), rng
 
 
 def fit_both(nm, T, k, init, sample_weight=None, **params):

@@ -7,6 +7,10 @@ so that a noisy neighbour slows all of them alike; the lower quartile of the rep
 (``TIME_QUANTILE``). The materialized path's time includes building ``T``, as that is what a
 user pays. Rows are appended to the measurement file after every scenario, so an interrupted
 run keeps what it measured.
+
+With ``verbose`` (``--verbose``, or the ``verbose`` setting) it reports its progress over the
+scenarios with an estimate of the time left: a tqdm bar where tqdm is installed, else a line
+per scenario. The fits it times run silent whatever the setting.
 """
 
 import argparse
@@ -19,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._config import config_context
 from ...backend import gpu_available
+from ...utils._progress import IterationProgress, _tqdm
 from .._candidates import candidates
 from .._features import candidate_features
 from .._hardware import _machine_key, cache_dir
@@ -32,16 +38,15 @@ FULL = {"per_family": 36, "repeats": 3, "size_scale": 1.0, "budget": 1500.0}
 QUICK = {"per_family": 5, "repeats": 2, "size_scale": 0.5, "budget": 420.0}
 #: A fit slower than this is repeated once only: its noise is small next to its time.
 LONG_FIT_SECONDS = 2.0
-#: Short fits are repeated until every candidate has been timed for this long in all (fits
-#: of 0.1-0.3 s timed three times moved their ratio by 1.3x or more between two full
-#: calibrations in 16% of cases)...
+#: Short fits are repeated until every candidate has been timed for this long in all (a
+#: short fit timed only a few times gives ratios that change from one calibration to the
+#: next)...
 MIN_TIMED_SECONDS = 0.75
 #: ...or this many times: the median of a few millisecond-long fits is mostly noise.
 MAX_REPEATS = 15
 #: The quantile of the repeats that stands for a candidate's time. On a shared machine some
-#: repeats stall (100-200 ms added to a 25 ms fit, on two cores with two BLAS threads), and a
-#: run of stalls can take the median with it: in six passes of ten repeats, one fit's
-#: factorized-to-materialized ratio of medians went 0.32-1.23, of lower quartiles 0.40-0.64.
+#: repeats stall (another process or BLAS thread takes the core), and a run of stalls can take
+#: the median with it; the lower quartile stays close to the undisturbed time.
 TIME_QUANTILE = 0.25
 
 
@@ -121,7 +126,7 @@ def _blas_threads(n_threads):
 
 def calibrate(*, quick=False, output=None, model_path=None, per_family=None, repeats=None,
               budget=None, families=FAMILIES, seed=0, blas_threads=None, train=True,
-              size_scale=None, log=print):
+              size_scale=None, verbose=None, log=print):
     """Measure, append the measurements, and train and save the cost model.
 
     Parameters
@@ -145,8 +150,12 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
         Train and save the model after measuring.
     size_scale : float, optional
         Multiplies every scenario's rows (default by ``quick``).
+    verbose : int, optional
+        1 or more reports the progress over the scenarios with an estimate of the time left
+        (see :class:`~sklearn_ilargi.utils._progress.IterationProgress`); None or 0 follows
+        the ``verbose`` setting.
     log : callable
-        Receives progress lines.
+        Receives a line per scenario and the summary lines.
 
     Returns
     -------
@@ -167,7 +176,10 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
     log(f"calibrating {len(plan)} scenarios x {len(WORKLOADS)} workloads x "
         f"{len(pool)} candidates ({', '.join(map(str, pool))}); measurements -> {output}")
     start, n_rows, errors = time.perf_counter(), 0, []
-    with _blas_threads(blas_threads), warnings.catch_warnings():
+    progress = IterationProgress(verbose or 0, total=len(plan), description="calibration")
+    # The timed fits run silent: an estimator's progress would be printed in every repeat.
+    with (_blas_threads(blas_threads), warnings.catch_warnings(), progress,
+          config_context(verbose=0)):
         warnings.simplefilter("ignore")  # convergence notes of short fits are expected here
         for index, (family, scenario_seed) in enumerate(plan):
             elapsed = time.perf_counter() - start
@@ -187,6 +199,7 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
             n, c = scenario.X.shape
             log(f"[{index + 1}/{len(plan)}] {scenario.id:<14} {n:>7} x {c:<4} "
                 f"{len(rows):>3} rows  {time.perf_counter() - start:7.1f} s")
+            progress(rows=len(rows))
     for error in errors[:10]:
         log(f"failed: {error}")
     saved = train_and_save(output, model_path, log) if train else None
@@ -211,7 +224,7 @@ def main(argv=None):
         description="Time every estimator on every feasible path over synthetic scenarios, "
                     "and train the cost model that chooses the path of each fit.")
     parser.add_argument("--quick", action="store_true",
-                        help="a smaller run (under 10 minutes on 2 cores)")
+                        help="a smaller run: fewer and smaller scenarios, a shorter budget")
     parser.add_argument("--output", help="measurement file to append to "
                         f"(default {default_measurements_path()})")
     parser.add_argument("--model", help=f"where to save the model (default {user_model_path()})")
@@ -222,19 +235,30 @@ def main(argv=None):
     parser.add_argument("--blas-threads", type=int,
                         help="limit BLAS threads while timing (steadier on a shared machine)")
     parser.add_argument("--no-train", action="store_true", help="measure only")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="report progress with an estimate of the time left (a tqdm bar "
+                             "where tqdm is installed)")
     parser.add_argument("--train-only", action="store_true",
                         help="no measuring: train on the --output measurement file (e.g. the "
                              "shipped sklearn_ilargi/cost/calibration/data/measurements.csv.gz)")
     args = parser.parse_args(argv)
     if args.train_only:
         train_and_save(Path(args.output) if args.output else default_measurements_path(),
-                       Path(args.model) if args.model else user_model_path(),
-                       log=lambda line: print(line, flush=True))
+                       Path(args.model) if args.model else user_model_path(), log=_print)
         return 0
     result = calibrate(
         quick=args.quick, output=args.output, model_path=args.model,
         per_family=args.per_family, repeats=args.repeats, budget=args.budget, seed=args.seed,
-        blas_threads=args.blas_threads, train=not args.no_train,
-        log=lambda line: print(line, flush=True))
+        blas_threads=args.blas_threads, train=not args.no_train, verbose=args.verbose,
+        log=_print)
     print(f"{result['rows']} measurements in {result['seconds']:.0f} s", file=sys.stderr)
     return 0
+
+
+def _print(line):
+    """Print a line now; through tqdm where it is installed, so that a bar stays whole."""
+    tqdm = _tqdm()
+    if tqdm is None:
+        print(line, flush=True)
+    else:
+        tqdm.write(line)

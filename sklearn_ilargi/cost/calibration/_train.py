@@ -72,12 +72,20 @@ def _records(frame):
     return frame[list(FEATURE_NAMES)].to_dict("records")
 
 
-def fit_heuristic_weights(frame):
+def fit_heuristic_weights(frame, *, prior_measurements=PRIOR_MEASUREMENTS):
     """Weights of the heuristic's terms that fit the measured seconds best.
 
-    Non-negative least squares of the relative error, with ``PRIOR_MEASUREMENTS`` rows that
-    ask for the nominal weights: a term the measurements say little about (sparse kernels,
-    when no measurement had sparse sources) keeps about its nominal weight.
+    Non-negative least squares of the relative error, with rows that ask for the nominal
+    weights, worth ``prior_measurements`` measurements: a term the measurements say little
+    about (sparse kernels, when no measurement had sparse sources) keeps about its nominal
+    weight.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows of a measurement file.
+    prior_measurements : float, default=PRIOR_MEASUREMENTS
+        How strongly the weights are held to the nominal ones.
 
     Returns
     -------
@@ -86,7 +94,7 @@ def fit_heuristic_weights(frame):
     seconds = frame["seconds"].to_numpy(dtype=np.float64)
     relative = _terms(_records(frame)) / seconds[:, None]
     nominal = np.asarray(NOMINAL_WEIGHTS)
-    prior = np.sqrt(PRIOR_MEASUREMENTS) * np.eye(len(nominal))
+    prior = np.sqrt(prior_measurements) * np.eye(len(nominal))
     weights, _ = nnls(np.vstack([relative, prior]),
                       np.concatenate([np.ones(len(seconds)), prior @ nominal]))
     return weights

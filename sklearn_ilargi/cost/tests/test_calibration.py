@@ -13,14 +13,17 @@ from sklearn_ilargi.cost._features import candidate_features
 from sklearn_ilargi.cost._heuristic import TERMS, heuristic_seconds
 from sklearn_ilargi.cost._model import load_cost_model
 from sklearn_ilargi.cost.calibration._train import fit_heuristic_weights, read_measurements
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 pytest.importorskip("catboost")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_scenarios_are_reproducible(family):
-    a = make_calibration_scenario(family, 3, size_scale=0.02)
-    b = make_calibration_scenario(family, 3, size_scale=0.02)
+    # Scaled down this far, the sparse sources would be stored dense and the thin ones gathered.
+    with sources_as_given():
+        a = make_calibration_scenario(family, 3, size_scale=0.02)
+        b = make_calibration_scenario(family, 3, size_scale=0.02)
     assert a.X.shape == b.X.shape and a.params == b.params
     np.testing.assert_allclose(a.y_regression, b.y_regression)
     if family == "left":
@@ -50,13 +53,10 @@ def test_calibrate_appends_and_trains(tmp_path):
     assert (loaded.heuristic_weights >= 0).all()
 
 
-def test_heuristic_weights_fit_the_measurements(monkeypatch):
+def test_heuristic_weights_fit_the_measurements():
     """Seconds made of known weights are fitted back (with a weak prior: the default one is
     worth more than these 24 rows); a term that is always zero (the sparse gram of a CSR join
     on dense scenarios, transfers on the CPU) keeps its nominal weight."""
-    from sklearn_ilargi.cost.calibration import _train
-
-    monkeypatch.setattr(_train, "PRIOR_MEASUREMENTS", 1e-4)
     true = np.array([2.0, 0.5, 3.0, 1.5, 1.0, 1.0, 0.5, 2.0, 1.0, 1.0])
     rows = []
     for family, seed in (("pkfk", 0), ("star", 1), ("snowflake", 2), ("left", 3)):
@@ -67,7 +67,7 @@ def test_heuristic_weights_fit_the_measurements(monkeypatch):
                 row = {**shared, **candidate_features(shared, "cpu", strategy)}
                 rows.append({**row, "seconds": heuristic_seconds(row, true)})
     frame = pd.DataFrame(rows)
-    weights = fit_heuristic_weights(frame)
+    weights = fit_heuristic_weights(frame, prior_measurements=1e-4)
     def error(w):
         estimate = np.array([heuristic_seconds(r, w) for r in rows])
         return np.abs(estimate / frame["seconds"] - 1).mean()

@@ -13,14 +13,16 @@ from sklearn_ilargi.cost import CostModelWarning, OperationProfile, decide, reco
 from sklearn_ilargi.cost import _dispatch, _model
 from sklearn_ilargi.cost._candidates import Candidate
 from sklearn_ilargi.cost._features import FEATURE_NAMES
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 
 @pytest.fixture
-def fresh_model_cache(monkeypatch):
+def fresh_model_cache():
     """Forget loaded models and given warnings, so each test sees its own setting."""
-    monkeypatch.setattr(_model, "_warned", set())
+    _model.forget_warnings()
     _model._load.cache_clear()
     yield
+    _model.forget_warnings()
     _model._load.cache_clear()
 
 
@@ -152,14 +154,18 @@ def test_a_single_candidate_consults_no_model(monkeypatch):
     assert "forced" in decision.reason and decision.explain().startswith("cpu/factorized")
 
 
+def cpu_only_model(setting=None):
+    """A cost model trained without GPU timings, as ``load_cost_model`` would return it."""
+    return _model.HeuristicCostModel("no GPU timings in its training", gpu_trained=False)
+
+
 def test_gpu_is_only_ranked_by_a_model_that_knows_gpus(monkeypatch):
     monkeypatch.setattr(_dispatch, "gpu_available", lambda: True)
     monkeypatch.setattr(_dispatch, "gpu_free_memory", lambda: 2**34)
     with config_context(cost_model="heuristic"):
         assert len(decide(redundant_star(), PROFILE).scores) == 4
-    monkeypatch.setattr(_model.HeuristicCostModel, "gpu_trained", False)
-    with config_context(cost_model="heuristic"):
-        decision = decide(redundant_star(), PROFILE)
+    monkeypatch.setattr(_dispatch, "load_cost_model", cpu_only_model)
+    decision = decide(redundant_star(), PROFILE)
     assert decision.backend == "cpu" and len(decision.scores) == 2
     assert "CPU-only" in decision.reason
 
@@ -180,7 +186,9 @@ def test_the_join_is_as_sparse_as_the_features_price_it():
     rng = np.random.default_rng(3)
     fact = sp.random(500, 20, density=0.02, format="csr", random_state=rng)
     dim = sp.random(10, 30, density=0.02, format="csr", random_state=rng)
-    X = NormalizedMatrix.from_matrices([fact, dim], [np.arange(500), rng.integers(0, 10, 500)])
+    with sources_as_given():  # these small sources would otherwise be stored dense
+        X = NormalizedMatrix.from_matrices([fact, dim],
+                                           [np.arange(500), rng.integers(0, 10, 500)])
     for dense_join in (False, True):
         profile = OperationProfile(gram=1, dense_join=dense_join)
         decision = decide(X, profile, strategy="materialized", backend="cpu")
@@ -188,7 +196,7 @@ def test_the_join_is_as_sparse_as_the_features_price_it():
         joined = prepare(X, decision)
         assert sp.issparse(joined) == (not dense_join)
         np.testing.assert_allclose(joined.toarray() if sp.issparse(joined) else joined,
-                                   X.materialize())
+                                   X.toarray())
 
 
 def test_plain_input_and_missing_profile():
@@ -256,9 +264,8 @@ def test_tree_evaluation_matches_catboost(tmp_path):
 def test_a_forced_gpu_is_ranked_by_the_heuristic_without_gpu_timings(monkeypatch):
     monkeypatch.setattr(_dispatch, "get_backend", lambda name: None)  # pretend it is usable
     monkeypatch.setattr(_dispatch, "gpu_free_memory", lambda: 2**34)
-    monkeypatch.setattr(_model.HeuristicCostModel, "gpu_trained", False)
-    with config_context(cost_model="heuristic"):
-        decision = decide(redundant_star(), PROFILE, backend="gpu")
+    monkeypatch.setattr(_dispatch, "load_cost_model", cpu_only_model)
+    decision = decide(redundant_star(), PROFILE, backend="gpu")
     assert decision.backend == "gpu" and set(decision.scores) == {
         ("gpu", "factorized"), ("gpu", "materialized")}
     assert "no GPU timings" in decision.model
@@ -295,21 +302,24 @@ def test_the_trees_of_another_model_file_are_not_used(fresh_model_cache, tmp_pat
     assert why is None
     _same_model(fresh, _model._read_model(str(other))[0])
     monkeypatch.setitem(sys.modules, "catboost", None)
-    assert _model._read_model(str(path)) == (None, "CatBoost is not installed")
+    model, why = _model._read_model(str(path))
+    assert model is None and why.startswith("CatBoost is not installed") and str(path) in why
 
 
 @pytest.mark.parametrize("damage", [b"not an archive", None])
 def test_damaged_exported_trees_are_not_used(fresh_model_cache, tmp_path, damage):
-    """Unreadable, or readable without the trees: the model file is read by CatBoost."""
+    """Unreadable, or readable without the trees: the model file is read by CatBoost, and
+    the damage is reported."""
     path = tmp_path / "fine.cbm"
     _model.save_model(tiny_catboost(), path)
     if damage is None:
         np.savez(_model.trees_path(path), about="{}")
     else:
         _model.trees_path(path).write_bytes(damage)
-    assert _model._read_exported_trees(str(path)) is None
+    exported, damaged = _model._read_exported_trees(str(path))
+    assert exported is None and "damaged" in damaged
     model, why = _model._read_model(str(path))
-    assert why is None and model.source.startswith("catboost")
+    assert model.source.startswith("catboost") and why.startswith(damaged)
 
 
 def test_the_shipped_model_needs_no_catboost(fresh_model_cache, monkeypatch):

@@ -15,22 +15,25 @@ from sklearn_ilargi.cost._features import (
     model_row,
 )
 from sklearn_ilargi.cost._heuristic import heuristic_seconds
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 HARDWARE = {"cores": 2.0, "blas_threads": 2.0, "bandwidth_gbs": 10.0, "gpu_memory": 0.0,
             "gpu_sms": 0.0, "gpu_bandwidth_gbs": 0.0}
 
 
 def star(n_target=100, n_dim=10, fact_columns=3, dim_columns=4, missing=0.0, sparse_dim=False):
+    """A fact table and one dimension, stored as given (so the counts by hand hold)."""
     rng = np.random.default_rng(0)
     fact = rng.random((n_target, fact_columns))
     dim = rng.random((n_dim, dim_columns))
     if sparse_dim:
         dim[:, 1:] = 0.0
-        dim[5:, 0] = 0.0  # 5 nonzeros of 40: sparse enough to stay sparse
+        dim[5:, 0] = 0.0  # 5 nonzeros of 40: too sparse to be stored dense
         dim = sp.csr_matrix(dim)
     row_map = np.arange(n_target) % n_dim
     row_map[: int(missing * n_target)] = -1
-    return NormalizedMatrix.from_matrices([fact, dim], [np.arange(n_target), row_map])
+    with sources_as_given():
+        return NormalizedMatrix.from_matrices([fact, dim], [np.arange(n_target), row_map])
 
 
 def test_star_data_features():
@@ -177,7 +180,8 @@ def test_the_gram_of_sparse_identity_blocks_counts_their_stored_values():
     fact = rng.random((100, 3))
     thin = sp.csr_matrix((np.ones(20), (np.arange(0, 100, 5), np.arange(20) % 8)),
                          shape=(100, 8))  # 20 values: 0.2 a row
-    nm = NormalizedMatrix.from_matrices([fact, thin], [np.arange(100), np.arange(100)])
+    with sources_as_given():  # small enough to be stored dense otherwise
+        nm = NormalizedMatrix.from_matrices([fact, thin], [np.arange(100), np.arange(100)])
     shared = fit_features(nm, OperationProfile(gram=1), HARDWARE)
     # Its own gram 2 x 20 x 0.2; with the fact table 2 x 100 rows x 3 x 0.2.
     assert shared["fact_sparse_flops"] == pytest.approx(2 * 20 * 0.2 + 2 * 100 * 3 * 0.2)

@@ -1,5 +1,9 @@
 """Synthetic scenarios and TPC-H (tiny scale factor, generated into a temporary cache)."""
 
+import re
+import sys
+import sysconfig
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +12,17 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn_ilargi import from_tables
 from sklearn_ilargi.datasets import (
     join_with_pandas, load_tpch, make_scenario, make_star, tpch_training_set)
-from sklearn_ilargi.datasets._tpch import tpch_description
+from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path, tpch_description
+
+INSTALL_HINT = 'pip install "sklearn-ilargi[datasets]"'
+needs_tpchgen = pytest.mark.skipif(generator_path() is None, reason=GENERATOR_MISSING)
+
+
+def hide_tpchgen(monkeypatch, empty_folder):
+    """Make this Python's script folders and PATH an empty folder: no tpchgen-cli."""
+    monkeypatch.setattr(sysconfig, "get_path", lambda *args, **kwargs: str(empty_folder))
+    monkeypatch.setattr(sys, "executable", str(empty_folder / "python"))
+    monkeypatch.setenv("PATH", str(empty_folder))
 
 
 def test_make_star_shapes_and_ratios():
@@ -51,6 +65,7 @@ def tpch_home(tmp_path_factory):
     return tmp_path_factory.mktemp("tpch_cache")
 
 
+@needs_tpchgen
 def test_load_tpch_generates_once(tpch_home):
     tables = load_tpch(0.01, tpch_home)
     assert len(tables["lineitem"]) == 60175 and len(tables["nation"]) == 25
@@ -62,6 +77,7 @@ def test_load_tpch_generates_once(tpch_home):
     assert (folder / "lineitem.parquet").stat().st_mtime == stamp
 
 
+@needs_tpchgen
 def test_tpch_training_set_equals_pandas(tpch_home):
     X, y = tpch_training_set(0.01, tpch_home)
     assert X.shape[0] == 60175
@@ -75,8 +91,25 @@ def test_tpch_training_set_equals_pandas(tpch_home):
     assert X.nbytes < ours.to_numpy().nbytes / 2
 
 
-def test_tpch_bad_scale_factor(tpch_home):
+def test_tpch_bad_arguments_are_refused_before_generating(tmp_path):
     with pytest.raises(ValueError, match="scale_factor"):
-        load_tpch(0, tpch_home)
-    with pytest.raises(ValueError, match="No TPC-H table"):
-        load_tpch(0.01, tpch_home, tables=["nope"])
+        load_tpch(0, tmp_path)
+    with pytest.raises(ValueError, match="No TPC-H table 'nope'"):
+        load_tpch(0.01, tmp_path, tables=["nope"])
+    assert not (tmp_path / "tpch").exists()
+
+
+def test_generating_without_tpchgen_says_how_to_install(tmp_path, monkeypatch):
+    hide_tpchgen(monkeypatch, tmp_path)
+    assert generator_path() is None
+    with pytest.raises(ImportError, match=re.escape(INSTALL_HINT)):
+        load_tpch(0.01, tmp_path / "cache")
+    with pytest.raises(ImportError, match=re.escape(INSTALL_HINT)):
+        tpch_training_set(0.01, tmp_path / "cache")
+
+
+@needs_tpchgen
+def test_generated_tables_are_read_without_tpchgen(tpch_home, tmp_path, monkeypatch):
+    load_tpch(0.01, tpch_home, tables=["nation"])
+    hide_tpchgen(monkeypatch, tmp_path)
+    assert len(load_tpch(0.01, tpch_home, tables=["nation"])["nation"]) == 25

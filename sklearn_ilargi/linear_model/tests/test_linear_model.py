@@ -18,6 +18,7 @@ from sklearn_ilargi import (
     FactorizedLogisticRegression,
     FactorizedRidge,
     NormalizedMatrix,
+    config_context,
 )
 from sklearn_ilargi.backend import gpu_available
 
@@ -30,7 +31,7 @@ def scenario(seed, sparse=None):
     rng = np.random.default_rng(seed)
     nm = build(random_scenario(rng, n_target=int(rng.integers(40, 80)), sparse=sparse),
                gather_thin=seed % 2 == 1)
-    return nm, nm.materialize(), rng
+    return nm, nm.toarray(), rng
 
 
 def star(n_rows=300, seed=0):
@@ -386,8 +387,8 @@ def test_minimum_norm_solve_with_and_without_cholesky(monkeypatch, smallest, cho
 
 
 def test_small_fits_solve_on_one_blas_thread(monkeypatch):
-    """Below ONE_THREAD_CELLS the solver runs with BLAS limited to one thread, and gives the
-    same model as with BLAS as it is."""
+    """Below ``one_thread_cells`` the solver runs with BLAS limited to one thread, and gives
+    the same model as with BLAS as it is."""
     from threadpoolctl import threadpool_info
 
     from sklearn_ilargi.linear_model import _logistic
@@ -404,9 +405,9 @@ def test_small_fits_solve_on_one_blas_thread(monkeypatch):
     monkeypatch.setattr(_logistic.LogisticLoss, "loss_gradient", spy)
     one = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     assert seen and set(seen) == {1}
-    monkeypatch.setattr(_logistic, "ONE_THREAD_CELLS", 0)
     seen.clear()
-    as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
+    with config_context(one_thread_cells=0):
+        as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     assert set(seen) == {max(blas)}
     assert_allclose(one.coef_, as_is.coef_, rtol=1e-8, atol=1e-10)

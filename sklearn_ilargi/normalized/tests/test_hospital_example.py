@@ -9,6 +9,7 @@ import numpy as np
 from numpy.testing import assert_allclose
 
 from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 # hospital A: patients p1, p2, p3 -> (age, weight)
 HOSPITAL_A = np.array([[30.0, 70.0], [45.0, 82.0], [60.0, 65.0]])
@@ -30,12 +31,14 @@ EXPECTED = np.array(
 
 
 def hospital_matrix():
-    return NormalizedMatrix.from_matrices(
-        sources=[HOSPITAL_A, HOSPITAL_B, PRESCRIPTIONS],
-        indicators=[[0, 1, 1, 2, -1], [-1, 0, 0, 1, 2], np.arange(5)],
-        mappings=[[0, 1], [1, 2], [3]],
-        feature_names=["age", "weight", "height", "dose"],
-    )
+    """The example's matrix, its blocks as the overlap makes them (none gathered)."""
+    with sources_as_given():
+        return NormalizedMatrix.from_matrices(
+            sources=[HOSPITAL_A, HOSPITAL_B, PRESCRIPTIONS],
+            indicators=[[0, 1, 1, 2, -1], [-1, 0, 0, 1, 2], np.arange(5)],
+            mappings=[[0, 1], [1, 2], [3]],
+            feature_names=["age", "weight", "height", "dose"],
+        )
 
 
 def test_materializes_to_the_expected_table():

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from sklearn_ilargi.tests._scenarios import build, random_scenario, reference_matrix, scenarios
-from sklearn_ilargi import MaterializationWarning, NormalizedMatrix, NotFactorizableError
+from sklearn_ilargi import (
+    MaterializationWarning,
+    NormalizedMatrix,
+    NotFactorizableError,
+    config_context,
+)
 
 RTOL = 1e-9
 ATOL = 1e-12
@@ -18,6 +23,8 @@ SETTINGS = settings(max_examples=60, deadline=None)
 
 
 def close(actual, expected, rtol=RTOL, atol=ATOL):
+    """Values of ``actual`` (a CSR join compared as its dense array) close to ``expected``."""
+    actual = actual.toarray() if sp.issparse(actual) else actual
     assert np.shape(actual) == np.shape(expected)
     assert_allclose(actual, expected, rtol=rtol, atol=atol)
 
@@ -304,41 +311,39 @@ def test_attributes():
 @pytest.mark.parametrize("max_columns, values_per_slice, join_max_columns, dense_cells",
                          [(0, 1 << 24, 0, 0), (10**6, 7, 0, 0), (0, 11, 10**6, 0),
                           (10**6, 1 << 24, 3, 0), (0, 1 << 24, 0, 10**6)])
-def test_every_way_of_pairing_blocks_in_the_gram(monkeypatch, max_columns, values_per_slice,
+def test_every_way_of_pairing_blocks_in_the_gram(max_columns, values_per_slice,
                                                  join_max_columns, dense_cells):
     """Joined in slices, sparse or dense co-occurrence matrix, or gather-and-scatter (in
     slices on threads): the same gram."""
-    from sklearn_ilargi.ops import _products
-
-    monkeypatch.setattr(_products, "DENSE_COOCCURRENCE_CELLS_PER_ROW", dense_cells)
-    monkeypatch.setattr(_products, "GATHER_SCATTER_MAX_COLUMNS", max_columns)
-    monkeypatch.setattr(_products, "GATHERED_VALUES_PER_SLICE", values_per_slice)
-    monkeypatch.setattr(_products, "JOIN_MAX_COLUMNS", join_max_columns)
+    plan = dict(dense_cooccurrence_cells_per_row=dense_cells,
+                gather_scatter_max_columns=max_columns,
+                gathered_values_per_slice=values_per_slice,
+                gram_join_max_columns=join_max_columns)
     for seed in range(20):
         rng = np.random.default_rng(seed)
         scenario = random_scenario(rng, n_sources=4, n_target=30)
-        nm, T = build(scenario), reference_matrix(*scenario)
         weights = rng.random(30)
-        close(nm.gram(), T.T @ T)
-        close(nm.gram(weights), T.T @ (weights[:, None] * T))
+        T = reference_matrix(*scenario)
+        with config_context(**plan):
+            nm = build(scenario)
+            close(nm.gram(), T.T @ T)
+            close(nm.gram(weights), T.T @ (weights[:, None] * T))
 
 
-def test_groups_of_blocks_on_threads(monkeypatch):
+def test_groups_of_blocks_on_threads():
     """Products over tall targets scatter each row map on its own thread: the same numbers."""
-    from sklearn_ilargi.ops import _products
-
-    monkeypatch.setattr(_products, "PARALLEL_GROUP_ROWS", 0)
     for seed in range(10):
         rng = np.random.default_rng(seed)
         scenario = random_scenario(rng, n_sources=4, n_target=30)
         nm, T = build(scenario), reference_matrix(*scenario)
         _, _, y, Y = operands(T, seed)
         weights = rng.random(30)
-        close(nm.T @ y, T.T @ y)
-        close(nm.T @ Y, T.T @ Y)
-        close(nm.T @ sp.csr_matrix(Y), T.T @ Y)
-        close(nm.sum(axis=0), T.sum(axis=0))
-        close(nm.gram(weights), T.T @ (weights[:, None] * T))
+        with config_context(parallel_group_rows=0):
+            close(nm.T @ y, T.T @ y)
+            close(nm.T @ Y, T.T @ Y)
+            close(nm.T @ sp.csr_matrix(Y), T.T @ Y)
+            close(nm.sum(axis=0), T.sum(axis=0))
+            close(nm.gram(weights), T.T @ (weights[:, None] * T))
 
 
 def test_tall_fact_table_in_column_major_order():
@@ -360,10 +365,8 @@ def test_tall_fact_table_in_column_major_order():
     close(nm.gram(weights), T.T @ (weights[:, None] * T), rtol=1e-9, atol=1e-8)
 
 
-def test_small_sparse_sources_are_stored_dense(monkeypatch):
-    from sklearn_ilargi.normalized import _parse
-
-    monkeypatch.setattr(_parse, "SMALL_CELLS", 1 << 16)
+def test_small_sparse_sources_are_stored_dense():
+    """The shipped storage policy: a sparse source of few cells is stored dense."""
     rng = np.random.default_rng(5)
     small = sp.random(100, 5, density=0.05, format="csr", random_state=rng)
     large = sp.random(70_000, 1, density=0.05, format="csr", random_state=rng)
@@ -374,13 +377,10 @@ def test_small_sparse_sources_are_stored_dense(monkeypatch):
         close(nm.materialize(), source.toarray())
 
 
-def test_thin_sources_are_stored_gathered(monkeypatch):
+def test_thin_sources_are_stored_gathered():
     """Sparse sources with fewer than one value per target row, joined, become one gathered
     CSR block, and dense sources of one column one gathered dense block, both on the fact
     table's identity map; the others keep their row maps."""
-    from sklearn_ilargi.normalized import _blocks
-
-    monkeypatch.setattr(_blocks, "GATHERED_VALUES_PER_ROW", 1.0)
     rng = np.random.default_rng(6)
     n = 200
     fact = rng.standard_normal((n, 2))
@@ -395,7 +395,8 @@ def test_thin_sources_are_stored_gathered(monkeypatch):
     maps = [np.arange(n), rng.integers(-1, 50, n), rng.integers(0, 50, n), rng.integers(0, 50, n),
             shared_map, shared_map, rng.integers(-1, 30, n), rng.integers(0, 30, n),
             rng.integers(0, 30, n)]
-    nm = NormalizedMatrix.from_matrices(sources, maps)
+    with config_context(dense_storage_max_cells=0):  # these small sparse sources stay sparse
+        nm = NormalizedMatrix.from_matrices(sources, maps)
     widths = [s.shape[1] for s in sources]
     columns = [np.arange(w) + o for w, o in zip(widths, np.cumsum([0, *widths]))]
     T = reference_matrix(sources, maps, columns, sum(widths))

@@ -27,7 +27,7 @@ def scenario_and_reference(seed, n_target=30, **kwargs):
     rng = np.random.default_rng(seed)
     nm = build(random_scenario(rng, n_target=n_target, **kwargs),
                gather_thin=seed % 2 == 1)
-    return nm, nm.materialize(), rng
+    return nm, nm.toarray(), rng
 
 
 def assert_same_scaler(ours, theirs):
@@ -55,10 +55,10 @@ def test_matches_sklearn_on_the_join(seed, with_mean, with_std, weighted):
     assert_same_scaler(ours, theirs)
     Z = ours.transform(nm)
     assert isinstance(Z, NormalizedMatrix)
-    assert_allclose(Z.materialize(), theirs.transform(T), **TOL)
+    assert_allclose(Z.toarray(), theirs.transform(T), **TOL)
     back = ours.inverse_transform(Z)
     assert isinstance(back, NormalizedMatrix)
-    assert_allclose(back.materialize(), T, rtol=1e-8, atol=1e-8)
+    assert_allclose(back.toarray(), T, rtol=1e-8, atol=1e-8)
 
 
 def test_large_offset_keeps_precision():
@@ -116,7 +116,7 @@ def test_sparse_plain_input_with_mean_raises_like_sklearn():
 def test_sparse_sources_are_centered_exactly():
     nm, T, _ = scenario_and_reference(5, sparse=True)
     Z = FactorizedStandardScaler(strategy="factorized").fit_transform(nm)
-    assert_allclose(Z.materialize(), StandardScaler().fit_transform(T), **TOL)
+    assert_allclose(Z.toarray(), StandardScaler().fit_transform(T), **TOL)
 
 
 def test_errors_at_transform():

@@ -11,8 +11,9 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_ilargi import Join, NormalizedMatrix, Union, from_tables
+from sklearn_ilargi import Join, NormalizedMatrix, Union, config_context, from_tables
 from sklearn_ilargi.datasets import join_with_pandas, make_scenario, make_star
+from sklearn_ilargi.tests._scenarios import sources_as_given
 
 
 def _frame_of(X):
@@ -127,12 +128,13 @@ def test_one_hot_stays_sparse_and_per_table(shop):
     X = from_tables(sales, [Join(stores, on="store")])
     assert {b.source.shape[0] for b in X.blocks} == {6, 4}  # fact rows, store rows
     assert X.nbytes < 2000
-    # Many categories: the encoded dimension is mostly zeros and stays scipy.sparse.
-    cities = pd.DataFrame({"store": np.arange(40), "city": [f"c{i}" for i in range(40)]})
-    facts = pd.DataFrame({"store": np.arange(200) % 40, "units": np.ones(200)})
+    # Many categories: the encoded dimension is mostly zeros and stays scipy.sparse (under
+    # the shipped storage policy: too large to be stored dense, too full to be gathered).
+    cities = pd.DataFrame({"store": np.arange(400), "city": [f"c{i}" for i in range(400)]})
+    facts = pd.DataFrame({"store": np.arange(2000) % 400, "units": np.ones(2000)})
     X = from_tables(facts, [Join(cities, on="store")])
     sparse = [b for b in X.blocks if hasattr(b.source, "nnz")]
-    assert [b.source.shape for b in sparse] == [(40, 40)]
+    assert [b.source.shape for b in sparse] == [(400, 400)]
 
 
 def test_features_selection_and_categorical_drop(shop):
@@ -345,39 +347,35 @@ def test_polars_input(shop):
     assert_array_equal(X.materialize(), expected)
 
 
-def test_sparse_block_across_row_chunks(monkeypatch):
+def test_sparse_block_across_row_chunks():
     """Numeric (with zeros) and one-hot columns in one CSR, built a few rows at a time."""
-    from sklearn_ilargi.tables import _input as _tables_input
-
-    monkeypatch.setattr(_tables_input, "_CHUNK_ROWS", 7)
     rng = np.random.RandomState(0)
     base = pd.DataFrame({"k": rng.randint(5, size=50),
                          "x": rng.choice([0.0, 1.5, -2.0], size=50),
                          "c": rng.choice(["a", "b", None], size=50)})
     dim = pd.DataFrame({"k": np.arange(5), "z": [0.0, 1.0, 0.0, 2.0, 3.0],
                         "t": ["u", "v", "u", None, "w"]})
-    # The tables are encoded as CSR a few rows at a time; being over 1/6 full, the sources
-    # end up dense in the NormalizedMatrix: the values are what is checked here.
-    check_against_pandas(base, [Join(dim, on="k", how="left")])
+    # Over 1/6 full, these tables would be encoded dense: kept CSR, they are encoded a few
+    # rows at a time.
+    with sources_as_given(dense_storage_density=2.0, table_chunk_rows=7):
+        X = check_against_pandas(base, [Join(dim, on="k", how="left")])
+    assert all(sp.issparse(b.source) for b in X.blocks)
 
 
 @pytest.mark.parametrize("layout", ["csr", "row-major", "column-major"])
-def test_every_storage_layout_of_an_encoded_table(monkeypatch, shop, layout):
+def test_every_storage_layout_of_an_encoded_table(shop, layout):
     """Tables are encoded straight into the layout the core stores: the same values."""
-    from sklearn_ilargi.normalized import _parse
-
-    dense_enough, tall_rows = {"csr": (2.0, 1 << 16), "row-major": (0.0, 1 << 40),
-                               "column-major": (0.0, 1)}[layout]
-    monkeypatch.setattr(_parse, "DENSE_ENOUGH", dense_enough)
-    monkeypatch.setattr(_parse, "TALL_ROWS", tall_rows)
+    density, min_rows = {"csr": (2.0, 1 << 16), "row-major": (0.0, 1 << 40),
+                         "column-major": (0.0, 1)}[layout]
     sales, stores, items = shop
-    check_against_pandas(sales, [Join(stores, on="store", how="left"),
-                                 Join(items, on="item", how="left")])
     # A category only the other table has: a column the fact table's block never writes.
     fact = pd.DataFrame({"b": [1, 1, 2, 9, 2], "x": [0.0, 1.0, 0.0, 2.0, 3.0],
                          "blood": ["A", "B", None, "A", None]})
     dim = pd.DataFrame({"b": [1, 2], "blood": ["O", "A"], "z": [5.0, 0.0]})
-    X = check_against_pandas(fact, [Join(dim, on="b", how="left", overlap="coalesce")])
+    with sources_as_given(dense_storage_density=density, column_major_min_rows=min_rows):
+        check_against_pandas(sales, [Join(stores, on="store", how="left"),
+                                     Join(items, on="item", how="left")])
+        X = check_against_pandas(fact, [Join(dim, on="b", how="left", overlap="coalesce")])
     source = X.blocks[0].source
     assert sp.issparse(source) == (layout == "csr")
     assert source.flags.f_contiguous if layout == "column-major" else True
@@ -400,12 +398,10 @@ def test_two_column_keys_over_wide_ranges(how):
 
 @pytest.mark.parametrize("pair_slots", [0, 8, 100])  # hashed, looked up where few, looked up
 @pytest.mark.parametrize("pairs_per_prefix", [1, 4, 40])
-def test_two_column_key_codes_match_equal_pairs(monkeypatch, pairs_per_prefix, pair_slots):
+def test_two_column_key_codes_match_equal_pairs(pairs_per_prefix, pair_slots):
     """Left and right key pairs get equal codes exactly when equal; -1 when absent or null."""
-    from sklearn_ilargi.tables import _keys as _join_keys
     from sklearn_ilargi.tables._keys import key_codes
 
-    monkeypatch.setattr(_join_keys, "PAIR_SLOTS", pair_slots)
     rng = np.random.default_rng(pairs_per_prefix)
     n_right = 400
     prefixes = rng.integers(0, 10**9, max(1, n_right // pairs_per_prefix))
@@ -416,9 +412,10 @@ def test_two_column_key_codes_match_equal_pairs(monkeypatch, pairs_per_prefix, p
     left_b[:100] = rng.integers(0, 10**9, 100)  # pairs the right side lacks
     left_a[100:150] = np.nan
     right_b[:20] = np.nan
-    left, right = key_codes([pd.Series(left_a), pd.Series(left_b)],
-                            [pd.Series(right_a), pd.Series(right_b)], ["l.a", "l.b"],
-                            ["r.a", "r.b"])
+    with config_context(pair_slots=pair_slots):
+        left, right = key_codes([pd.Series(left_a), pd.Series(left_b)],
+                                [pd.Series(right_a), pd.Series(right_b)], ["l.a", "l.b"],
+                                ["r.a", "r.b"])
     code_of = {}
     for code, pair in zip(right, zip(right_a, right_b)):
         if np.isnan(pair).any():

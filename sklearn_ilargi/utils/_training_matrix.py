@@ -1,0 +1,295 @@
+"""The training matrix as a solver sees it: operands in, numpy arrays out.
+
+scikit-learn's ``LinearModelLoss`` reaches ``X`` only through ``X @ coef`` and ``X.T @ g``.
+Every solver here reaches its training matrix only through :class:`TrainingMatrix`, whatever
+the dispatcher prepared: a NormalizedMatrix (the factorized path), an ndarray or a
+scipy.sparse matrix (the materialized path, or plain input), on the CPU or, as CuPy data, on
+the GPU. Operands go to the device of ``X`` and results come back as numpy arrays, so that a
+solver is written once, in numpy, for every path.
+"""
+
+import numpy as np
+
+from ..backend import backend_of, to_numpy
+from ..normalized._row_map import RowMap
+from ._validation import is_normalized
+
+
+class TrainingMatrix:
+    """``X - 1 offset^T``, reached through products and reductions only.
+
+    Parameters
+    ----------
+    X : NormalizedMatrix, ndarray or sparse matrix of shape (n_samples, n_features)
+        On the CPU or the GPU.
+    offset : ndarray of shape (n_features,), default=None
+        Subtracted from every row (the centering of ``fit_intercept``), as a rank-one
+        correction of each result: the centered matrix is never built. None for none.
+
+    Attributes
+    ----------
+    X : NormalizedMatrix, ndarray or sparse matrix
+        The matrix itself.
+    offset : ndarray of shape (n_features,) or None
+        The offset subtracted from every row.
+    shape : tuple of int
+        ``X.shape``.
+    dtype : numpy.dtype
+        ``X.dtype``.
+
+    Notes
+    -----
+    :meth:`matmul` and :meth:`rmatmul` follow numpy's type promotion, like ``X @ W``: the
+    operand's dtype sets the precision (float32 data times a float64 operand runs in
+    float64). The reductions (gram, sums, norms, mean, minimum) come back as float64.
+
+    The offset corrects every result that is linear in ``X``. The gram and the row norms,
+    which square ``X``, refuse it: corrected by a rank-one term, a square loses the digits of
+    a column whose mean is large against its spread, so how to center those is the solver's
+    choice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ilargi import NormalizedMatrix
+    >>> from sklearn_ilargi.utils import TrainingMatrix
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.array([[1.0], [2.0], [3.0]]), np.array([[10.0], [30.0]])],
+    ...     [np.arange(3), [0, 1, 0]])
+    >>> TrainingMatrix(X).matmul(np.ones(2))
+    array([11., 32., 13.])
+    >>> TrainingMatrix(X, offset=np.array([2.0, 10.0])).matmul(np.ones(2))
+    array([-1., 20.,  1.])
+    >>> TrainingMatrix(X).min()
+    1.0
+    """
+
+    def __init__(self, X, offset=None):
+        self.X = X
+        self.offset = offset
+        self.shape = X.shape
+        self.dtype = X.dtype
+        self._backend = X.backend if is_normalized(X) else backend_of(X)
+        self._row_norms_squared = None
+
+    # ------------------------------------------------------------------ products
+    def matmul(self, W):
+        """``(X - 1 offset^T) @ W``.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features,) or (n_features, p)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, p)
+        """
+        W_here = self._backend.from_numpy(W)
+        out = self.X @ W_here if is_normalized(self.X) else self._backend.dot(self.X, W_here)
+        out = to_numpy(out)
+        if self.offset is not None:
+            out = out - self.offset @ W
+        return out
+
+    def rmatmul(self, R):
+        """``(X - 1 offset^T).T @ R``.
+
+        Parameters
+        ----------
+        R : ndarray of shape (n_samples,) or (n_samples, p)
+
+        Returns
+        -------
+        ndarray of shape (n_features,) or (n_features, p)
+        """
+        R_here = self._backend.from_numpy(R)
+        out = self.X.T @ R_here if is_normalized(self.X) else self._backend.dot(self.X.T, R_here)
+        out = to_numpy(out)
+        if self.offset is not None:
+            out = out - np.multiply.outer(self.offset, R.sum(axis=0))
+        return out
+
+    # ------------------------------------------------------------------ reductions
+    def column_sums(self, sample_weight=None):
+        """``(X - 1 offset^T).T @ sample_weight``: plain column sums without weights.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        weights = self._on_device(sample_weight)
+        if is_normalized(self.X):
+            out = self.X.sum(axis=0) if weights is None else self.X.T @ weights
+        else:
+            out = self._backend.column_sums(self.X, weights)
+        out = self._host(out)
+        if self.offset is not None:
+            total = self.shape[0] if sample_weight is None else sample_weight.sum()
+            out = out - total * self.offset
+        return out
+
+    def group_sums(self, labels, n_groups, sample_weight=None):
+        """``(X - 1 offset^T).T @ R`` for ``R`` the (weighted) one-hot of ``labels``.
+
+        Parameters
+        ----------
+        labels : ndarray of int of shape (n_samples,)
+            Each row's group, in ``[0, n_groups)``.
+        n_groups : int
+        sample_weight : ndarray of shape (n_samples,), default=None
+            Each row's weight in its group's sums.
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_groups)
+            Column ``g`` holds the (weighted) column sums of the rows labelled ``g``.
+        """
+        labels_here = self._on_device(labels)
+        weights = self._on_device(sample_weight)
+        if is_normalized(self.X):
+            out = self.X.group_sums(labels_here, n_groups, weights)
+        else:
+            one_hot = self._backend.group_counts(RowMap.identity(self.shape[0]), labels_here,
+                                                 n_groups, weights, self.dtype)
+            out = self._backend.dot(self.X.T, one_hot)
+        out = self._host(out)
+        if self.offset is not None:
+            totals = np.bincount(labels, weights=sample_weight, minlength=n_groups)
+            out = out - np.multiply.outer(self.offset, totals)
+        return out
+
+    def gram(self, sample_weight=None):
+        """``X.T @ diag(sample_weight) @ X``; not with an offset (see the notes).
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+        """
+        self._refuse_offset("gram")
+        weights = self._on_device(sample_weight)
+        if is_normalized(self.X):
+            return self._host(self.X.gram(weights))
+        return self._host(self._backend.weighted_gram(self.X, weights))
+
+    def row_norms_squared(self):
+        """Squared Euclidean norm of each row; not with an offset (see the notes).
+
+        Computed once: later calls return the same array.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        self._refuse_offset("row norms")
+        if self._row_norms_squared is None:
+            if is_normalized(self.X):
+                norms = self.X.row_norms(squared=True)
+            else:
+                norms = self._backend.row_sums_of_squares(self.X)
+            self._row_norms_squared = self._host(norms)
+        return self._row_norms_squared
+
+    def mean(self):
+        """Mean of all cells of ``X - 1 offset^T``, as a float."""
+        value = float(to_numpy(self.X.mean()))
+        return value if self.offset is None else value - float(np.mean(self.offset))
+
+    def min(self):
+        """Smallest cell of ``X - 1 offset^T``, as a float.
+
+        A NormalizedMatrix reduces each source on its device (see
+        ``NormalizedMatrix.min``); sparse matrices count their implicit zeros.
+        """
+        if self.offset is None:
+            return float(to_numpy(self.X.min()))
+        minima = self._host(self._backend.to_dense(self.X.min(axis=0)).ravel())
+        return float((minima - self.offset).min())
+
+    def column_magnitudes(self):
+        """Largest absolute value of each column of ``X - 1 offset^T``, as float64.
+
+        From each column's minimum and maximum (for a NormalizedMatrix, reduced over its
+        sources, see ``NormalizedMatrix.min``).
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        lowest, highest = (self._host(self._backend.to_dense(extreme).ravel())
+                           for extreme in (self.X.min(axis=0), self.X.max(axis=0)))
+        if self.offset is not None:
+            lowest, highest = lowest - self.offset, highest - self.offset
+        return np.maximum(np.abs(lowest), np.abs(highest))
+
+    def all_finite(self):
+        """Whether every value of ``X`` and of the offset is finite (no NaN, no infinity)."""
+        if is_normalized(self.X):
+            finite = self.X.all_finite()
+        else:
+            finite = self._backend.all_finite(self.X)
+        return bool(finite and (self.offset is None or np.isfinite(self.offset).all()))
+
+    # ------------------------------------------------------------------ rows and columns
+    def scale_columns(self, factors):
+        """This matrix with column ``j`` multiplied by ``factors[j]`` (the offset too).
+
+        ``X`` keeps its kind and device: a NormalizedMatrix scales its sources' columns.
+
+        Parameters
+        ----------
+        factors : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        TrainingMatrix
+        """
+        if is_normalized(self.X):
+            scaled = self.X * factors
+        else:
+            scaled = self._backend.scale_columns(
+                self.X, self._backend.asarray(factors, dtype=self.dtype))
+        return TrainingMatrix(scaled, None if self.offset is None else self.offset * factors)
+
+    def rows(self, indices):
+        """The rows ``indices`` of ``X - 1 offset^T`` as a dense numpy array (a few rows).
+
+        Parameters
+        ----------
+        indices : array-like of int
+
+        Returns
+        -------
+        ndarray of shape (len(indices), n_features)
+        """
+        indices = np.asarray(indices)
+        if is_normalized(self.X):  # a selection of rows shares the sources; join just those
+            picked = self.X[indices].materialize()
+        else:
+            picked = self.X[self._backend.from_numpy(indices)]
+        out = to_numpy(self._backend.to_dense(picked)).reshape(len(indices), self.shape[1])
+        return out if self.offset is None else out - self.offset
+
+    # ------------------------------------------------------------------ helpers
+    def _on_device(self, a):
+        return None if a is None else self._backend.from_numpy(a)
+
+    @staticmethod
+    def _host(a):
+        return np.asarray(to_numpy(a), dtype=np.float64)
+
+    def _refuse_offset(self, what):
+        if self.offset is not None:
+            raise ValueError(
+                f"The {what} of a TrainingMatrix with an offset would be centered by a "
+                "rank-one correction, which loses the digits of columns whose mean is large "
+                "against their spread; take the uncentered one (offset=None) and center it "
+                "where it is safe."
+            )

@@ -1,0 +1,161 @@
+"""The training matrix adapter against the same operations on the joined matrix.
+
+Every operation runs on a NormalizedMatrix (random scenarios), on its join as an ndarray and
+as CSR, with and without a row offset, and must give the join's numbers.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi.tests._scenarios import scenarios
+from sklearn_ilargi.utils import TrainingMatrix
+
+RTOL = 1e-9
+ATOL = 1e-12
+SETTINGS = settings(max_examples=40, deadline=None)
+KINDS = ("normalized", "dense", "csr")
+
+
+def close(actual, expected):
+    assert isinstance(actual, np.ndarray)
+    assert actual.shape == np.shape(expected)
+    assert_allclose(actual, expected, rtol=RTOL, atol=ATOL)
+
+
+def as_kind(nm, T, kind):
+    return {"normalized": nm, "dense": T, "csr": sp.csr_matrix(T)}[kind]
+
+
+def operands(T, width=3):
+    rng = np.random.default_rng(0)
+    n, c = T.shape
+    return (rng.standard_normal(c), rng.standard_normal((c, width)),
+            rng.standard_normal(n), rng.standard_normal((n, width)), rng.random(n),
+            rng.standard_normal(c))
+
+
+@SETTINGS
+@given(scenarios())
+def test_products_and_sums_are_the_joins(case):
+    nm, T = case
+    w, W, r, R, weights, mu = operands(T)
+    labels = np.arange(T.shape[0]) % 3
+    one_hot = np.eye(3)[labels]
+    for kind in KINDS:
+        for offset in (None, mu):
+            matrix = TrainingMatrix(as_kind(nm, T, kind), offset)
+            C = T if offset is None else T - mu
+            close(matrix.matmul(w), C @ w)
+            close(matrix.matmul(W), C @ W)
+            close(matrix.rmatmul(r), C.T @ r)
+            close(matrix.rmatmul(R), C.T @ R)
+            close(matrix.column_sums(), C.sum(axis=0))
+            close(matrix.column_sums(weights), C.T @ weights)
+            close(matrix.group_sums(labels, 3), C.T @ one_hot)
+            close(matrix.group_sums(labels, 3, weights), C.T @ (weights[:, None] * one_hot))
+            rows = np.arange(T.shape[0])[::2]
+            close(matrix.rows(rows), C[rows])
+            if T.size:
+                assert matrix.mean() == pytest.approx(C.mean(), rel=RTOL, abs=ATOL)
+
+
+@SETTINGS
+@given(scenarios())
+def test_squares_are_the_joins(case):
+    nm, T = case
+    weights = operands(T)[4]
+    for kind in KINDS:
+        matrix = TrainingMatrix(as_kind(nm, T, kind))
+        close(matrix.gram(), T.T @ T)
+        close(matrix.gram(weights), T.T @ (weights[:, None] * T))
+        close(matrix.row_norms_squared(), (T * T).sum(axis=1))
+
+
+@SETTINGS
+@given(scenarios())
+def test_extremes_are_the_joins(case):
+    nm, T = case
+    if T.size == 0:
+        return
+    mu = operands(T)[5]
+    for kind in KINDS:
+        for offset in (None, mu):
+            matrix = TrainingMatrix(as_kind(nm, T, kind), offset)
+            C = T if offset is None else T - mu
+            assert matrix.min() == C.min()
+            close(matrix.column_magnitudes(), np.abs(C).max(axis=0))
+            assert matrix.all_finite()
+
+
+@SETTINGS
+@given(scenarios())
+def test_scaled_columns_are_the_joins(case):
+    nm, T = case
+    factors = np.random.default_rng(1).uniform(0.5, 2.0, T.shape[1])
+    mu = operands(T)[5]
+    for kind in KINDS:
+        scaled = TrainingMatrix(as_kind(nm, T, kind), mu).scale_columns(factors)
+        assert type(scaled.X) is type(as_kind(nm, T, kind))
+        close(scaled.matmul(np.ones(T.shape[1])), ((T - mu) * factors).sum(axis=1))
+
+
+def star(dtype=np.float64):
+    fact = np.array([[1.0, -2.0], [3.0, 4.0], [5.0, 6.0]], dtype=dtype)
+    dim = np.array([[10.0], [-30.0]], dtype=dtype)
+    return NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, 1, -1]])
+
+
+def test_results_are_numpy_arrays_and_reductions_float64():
+    nm = star(np.float32)
+    matrix = TrainingMatrix(nm)
+    assert matrix.dtype == np.float32 and matrix.shape == (3, 3)
+    # Products follow numpy's promotion: the operand sets the precision.
+    assert matrix.matmul(np.ones(3, dtype=np.float32)).dtype == np.float32
+    assert matrix.matmul(np.ones(3)).dtype == np.float64
+    assert matrix.rmatmul(np.ones((3, 2), dtype=np.float32)).dtype == np.float32
+    for reduction in (matrix.gram(), matrix.column_sums(), matrix.group_sums(
+            np.array([0, 1, 0]), 2), matrix.row_norms_squared(), matrix.column_magnitudes()):
+        assert isinstance(reduction, np.ndarray) and reduction.dtype == np.float64
+    assert isinstance(matrix.mean(), float) and isinstance(matrix.min(), float)
+    assert matrix.rows([2]).dtype == np.float32
+
+
+def test_row_norms_are_computed_once():
+    matrix = TrainingMatrix(star())
+    assert matrix.row_norms_squared() is matrix.row_norms_squared()
+
+
+def test_squares_refuse_an_offset():
+    matrix = TrainingMatrix(star(), offset=np.ones(3))
+    with pytest.raises(ValueError, match="gram of a TrainingMatrix with an offset"):
+        matrix.gram()
+    with pytest.raises(ValueError, match="row norms of a TrainingMatrix with an offset"):
+        matrix.row_norms_squared()
+
+
+def test_min_sees_the_zeros_of_missing_rows_on_every_kind():
+    nm = star()
+    T = nm.materialize()
+    assert T[2, 2] == 0 and T[:, 2].min() == -30
+    for X in (nm, T, sp.csr_matrix(T)):
+        assert TrainingMatrix(abs(X)).min() == 0.0
+        assert TrainingMatrix(X).min() == -30.0
+
+
+def test_all_finite_on_plain_matrices_and_offsets():
+    T = star().materialize()
+    assert TrainingMatrix(T).all_finite() and TrainingMatrix(sp.csr_matrix(T)).all_finite()
+    bad = T.copy()
+    bad[0, 0] = np.nan
+    assert not TrainingMatrix(bad).all_finite()
+    assert not TrainingMatrix(sp.csr_matrix(bad)).all_finite()
+    assert not TrainingMatrix(T, offset=np.array([0.0, np.inf, 0.0])).all_finite()
+
+
+def test_rows_of_a_normalized_matrix_stay_rows_of_the_join():
+    nm = star()
+    assert_array_equal(TrainingMatrix(nm).rows([2, 0]), nm.materialize()[[2, 0]])
