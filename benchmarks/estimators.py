@@ -17,13 +17,27 @@ reconstruction error as relative differences). NMF runs on the absolute values.
 Datasets: synthetic stars over a tuple ratio x feature ratio grid (``make_star``) and the TPC-H
 lineitem snowflake (``tpch_training_set``'s tables and features, SF1 by default).
 
+The ``--iterative`` section measures the fits alone on one star per cell of a tuple ratio x
+feature ratio grid at 1M target rows (a fact table of 5 columns and one dimension of
+``1M / tuple ratio`` rows with ``5 x feature ratio`` columns). Per estimator, side by side in
+one run: the factorized fit against scikit-learn's on the joined matrix with the join excluded
+(both start from built matrices) and included (``from_tables`` against ``pandas.merge``), our
+estimator on the plain joined array against scikit-learn's, the time per iteration, and the
+share of the fit that its products take (the same products, timed alone, as many times as the
+fit iterated). K-means, NMF (coordinate descent) and logistic regression run a fixed number of
+iterations from the same initialization on both sides.
+
 Usage::
 
     python benchmarks/estimators.py                 # synthetic grid and TPC-H SF1
     python benchmarks/estimators.py --quick         # small grid, TPC-H SF0.1
     python benchmarks/estimators.py --no-tpch --repeats 5
+    python benchmarks/estimators.py --iterative     # the iterative section, full grid
+    python benchmarks/estimators.py --iterative --quick           # one small cell
+    python benchmarks/estimators.py --iterative --cells 100x10 20x4
 
-Writes ``benchmarks/results/estimators.json`` and prints a markdown table. Never asserts.
+Writes ``benchmarks/results/estimators.json`` (``estimators_iterative.json`` for the iterative
+section) and prints a markdown table. Never asserts.
 """
 
 import argparse
@@ -34,6 +48,7 @@ import platform
 import statistics
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -54,6 +69,9 @@ from sklearn_ilargi import (
 )
 from sklearn_ilargi.datasets import join_with_pandas, make_star
 from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path
+from sklearn_ilargi.utils import TrainingMatrix
+
+from _timing import machine, median_times, write_results
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -228,9 +246,207 @@ def markdown(rows):
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- iterative section
+#: Tuple ratio x feature ratio, the cells of the acceptance criteria first.
+ITERATIVE_GRID = ((100, 10), (20, 4), (100, 4), (100, 1), (20, 10), (20, 1), (5, 10), (5, 4),
+                  (5, 1))
+ITERATIVE_ROWS = 1_000_000
+FACT_COLUMNS = 5
+#: Iterations of K-means, NMF and logistic regression (``tol=0``: all of them, on both sides,
+#: unless a side converges exactly).
+N_ITERATIONS = 20
+N_CLUSTERS = 8
+N_COMPONENTS = 5
+ITERATIVE_PARAMS = {
+    "LogisticRegression": {"C": 1.0, "max_iter": N_ITERATIONS, "tol": 0.0},
+    "KMeans": {"n_clusters": N_CLUSTERS, "n_init": 1, "max_iter": N_ITERATIONS, "tol": 0.0},
+    "NMF": {"n_components": N_COMPONENTS, "init": "custom", "solver": "cd",
+            "max_iter": N_ITERATIONS, "tol": 0.0},
+}
+
+
+def same_start(name, T, seed=0):
+    """(parameters, fit arguments) that start both sides of ``name`` at the same place.
+
+    The fit arguments are a function that returns fresh copies: scikit-learn's NMF updates
+    the ``W`` it is given in place.
+    """
+    rng = np.random.default_rng(seed)
+    if name == "KMeans":
+        return {"init": T[rng.choice(len(T), N_CLUSTERS, replace=False)]}, dict
+    if name == "NMF":
+        scale = np.sqrt(np.abs(T).mean() / N_COMPONENTS)
+        W = scale * rng.random((len(T), N_COMPONENTS))
+        H = scale * rng.random((N_COMPONENTS, T.shape[1]))
+        return {}, lambda: {"W": W.copy(), "H": H.copy()}
+    return {}, dict
+
+
+def products(name, X, model, y):
+    """A function that runs the products of a fit of ``name`` on ``X`` alone: those of one
+    iteration, as many times as ``model`` iterated (once for the closed forms)."""
+    matrix = TrainingMatrix(X)
+    n_rows, n_columns = X.shape
+    rng = np.random.default_rng(1)
+    if name == "LogisticRegression":  # one evaluation of loss and gradient per iteration
+        w, r = rng.standard_normal((n_columns, 1)), rng.standard_normal((n_rows, 1))
+        step = lambda: (matrix.matmul(w), matrix.rmatmul(r))
+    elif name == "KMeans":  # the distances' cross term, then the centers' sums
+        centers_t = np.ascontiguousarray(model.cluster_centers_.T)
+        labels = model.labels_
+        step = lambda: (matrix.matmul(centers_t), matrix.group_sums(labels, N_CLUSTERS))
+    elif name == "NMF":  # X @ H.T for W's sweep, X.T @ W for H's
+        Ht = np.ascontiguousarray(model.components_.T)
+        W = rng.random((n_rows, N_COMPONENTS))
+        step = lambda: (matrix.matmul(Ht), matrix.rmatmul(W))
+    elif name in ("Ridge", "LinearRegression"):
+        step = lambda: (matrix.gram(), matrix.column_sums(), matrix.rmatmul(y[:, None]))
+    elif name == "PCA":
+        step = lambda: (matrix.gram(), matrix.column_sums())
+    else:  # StandardScaler: column sums of X and of its squares
+        step = lambda: (matrix.column_sums(), TrainingMatrix(X ** 2).column_sums())
+    n_iter = iterations(model)
+    return lambda: [step() for _ in range(n_iter)]
+
+
+def iterations(model):
+    """Iterations of a fitted model: 1 for a closed form."""
+    n_iter = getattr(model, "n_iter_", None)
+    return 1 if n_iter is None else int(np.max(n_iter))
+
+
+def iterative_cell(tuple_ratio, feature_ratio, n_rows, estimators, repeats):
+    """The iterative section's rows for one star."""
+    s = make_star(n_rows, 1, tuple_ratio=tuple_ratio, feature_ratio=feature_ratio,
+                  n_fact_features=FACT_COLUMNS, random_state=0)
+    description = {"base": s.base, "joins": s.joins, "target": s.target}
+    nm, y = from_tables(**description)
+    T = nm.materialize()
+    print(f"\nTR={tuple_ratio} FR={feature_ratio}: X {T.shape[0]} x {T.shape[1]}",
+          flush=True)
+    rows = []
+    for name in estimators:
+        ours, theirs, params, kind, compare, feed = ESTIMATORS[name]
+        params = {**params, **ITERATIVE_PARAMS.get(name, {})}
+        start, fit_start = same_start(name, T)
+        params.update(start)
+
+        def fit_args(X, y):
+            X = abs(X) if feed == "abs" else X
+            if kind is None:
+                return (X,)
+            return (X, as_labels(y) if kind == "classify" else y)
+
+        models = {}
+
+        def timed(key, make_model, make_data):
+            def run():
+                X, target = make_data()
+                models[key] = make_model().fit(*fit_args(X, target), **fit_start())
+            return run
+
+        fits = {
+            "factorized": timed("factorized", lambda: ours(strategy="factorized", **params),
+                                lambda: (nm, y)),
+            "sklearn": timed("sklearn", lambda: theirs(**params), lambda: (T, y)),
+            "ours_plain": timed("ours_plain", lambda: ours(**params), lambda: (T, y)),
+            "factorized_with_join": timed(
+                "factorized_with_join", lambda: ours(strategy="factorized", **params),
+                lambda: from_tables(**description)),
+            "sklearn_with_join": timed(
+                "sklearn_with_join", lambda: theirs(**params),
+                lambda: _pandas_join(description)),
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            seconds = dict(zip(fits, median_times(list(fits.values()), repeats, warmup=0)))
+            fed_nm, fed_T = (abs(nm), abs(T)) if feed == "abs" else (nm, T)
+            seconds["factorized_products"], seconds["joined_products"] = median_times(
+                [products(name, fed_nm, models["factorized"], y),
+                 products(name, fed_T, models["sklearn"], y)], repeats, warmup=0)
+        n_iter = {side: iterations(models[side]) for side in ("factorized", "sklearn")}
+        row = {
+            "tuple_ratio": tuple_ratio, "feature_ratio": feature_ratio,
+            "shape": list(T.shape), "estimator": name, "n_iter": n_iter, "seconds": seconds,
+            "speedup_join_excluded": seconds["sklearn"] / seconds["factorized"],
+            "speedup_join_included": (seconds["sklearn_with_join"]
+                                      / seconds["factorized_with_join"]),
+            "speedup_plain_input": seconds["sklearn"] / seconds["ours_plain"],
+            "seconds_per_iteration": {
+                "factorized": seconds["factorized"] / n_iter["factorized"],
+                "sklearn": seconds["sklearn"] / n_iter["sklearn"]},
+            "products_share": {
+                "factorized": seconds["factorized_products"] / seconds["factorized"],
+                "sklearn": seconds["joined_products"] / seconds["sklearn"]},
+            "gap_vs_sklearn": compare(models["factorized"], models["sklearn"],
+                                      nm.feature_names, nm.feature_names),
+        }
+        rows.append(row)
+        print(f"  {name:<20} join excluded {row['speedup_join_excluded']:6.2f}x  "
+              f"included {row['speedup_join_included']:6.2f}x  "
+              f"plain input {row['speedup_plain_input']:5.2f}x  "
+              f"iterations {n_iter['factorized']}/{n_iter['sklearn']}  "
+              f"products {row['products_share']['factorized']:4.0%} of the fit  "
+              f"gap {row['gap_vs_sklearn']:.1e}", flush=True)
+    return rows
+
+
+def _pandas_join(description):
+    frame, y = join_with_pandas(**description)
+    return frame.to_numpy(dtype=np.float64), y
+
+
+def iterative_markdown(rows):
+    lines = [
+        "| TR | FR | estimator | sklearn / factorized, join excluded | join included | "
+        "sklearn / ours on plain input | s per iteration (fact. / sklearn) | "
+        "products' share (fact. / sklearn) |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        per, share = r["seconds_per_iteration"], r["products_share"]
+        lines.append(
+            f"| {r['tuple_ratio']} | {r['feature_ratio']} | {r['estimator']} | "
+            f"{r['speedup_join_excluded']:.2f}x | {r['speedup_join_included']:.2f}x | "
+            f"{r['speedup_plain_input']:.2f}x | {per['factorized']:.4f} / "
+            f"{per['sklearn']:.4f} | {share['factorized']:.0%} / {share['sklearn']:.0%} |")
+    return "\n".join(lines)
+
+
+def run_iterative(args):
+    """The iterative section (see the module's docstring)."""
+    if args.quick:
+        cells, n_rows = [(20, 4)], 20_000
+    else:
+        cells = [tuple(int(v) for v in cell.split("x")) for cell in args.cells] \
+            if args.cells else ITERATIVE_GRID
+        n_rows = args.rows or ITERATIVE_ROWS
+    info = machine()
+    print(f"# iterative fits: {n_rows} target rows, {info['cores']} cores, BLAS "
+          f"{info['blas']}, median of {args.repeats}", flush=True)
+    name = "estimators_iterative_quick.json" if args.quick else "estimators_iterative.json"
+    out = os.path.dirname(os.path.abspath(args.output)) if args.output else RESULTS
+    rows = []
+    for tuple_ratio, feature_ratio in cells:
+        rows += iterative_cell(tuple_ratio, feature_ratio, n_rows, args.estimators,
+                               args.repeats)
+        write_results(Path(out), name, {"machine": info, "rows": n_rows,
+                                        "iterations": N_ITERATIONS, "repeats": args.repeats,
+                                        "results": rows})
+    print("\n" + iterative_markdown(rows))
+    print(f"\nwritten to {os.path.join(out, name)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small grid and TPC-H SF0.1")
+    parser.add_argument("--quick", action="store_true",
+                        help="small grid and TPC-H SF0.1 (with --iterative: one small cell)")
+    parser.add_argument("--iterative", action="store_true",
+                        help="the iterative section instead (see the module's docstring)")
+    parser.add_argument("--cells", nargs="+", default=None, metavar="TRxFR",
+                        help="cells of the iterative section, e.g. 100x10 20x4")
+    parser.add_argument("--rows", type=int, default=None,
+                        help=f"target rows of the iterative section ({ITERATIVE_ROWS})")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tpch-scale", type=float, default=None,
                         help="TPC-H scale factor (default 1, or 0.1 with --quick)")
@@ -242,8 +458,13 @@ def main():
                         choices=list(ESTIMATORS))
     parser.add_argument("--no-auto", action="store_true",
                         help="skip the fit that records what strategy='auto' picks")
-    parser.add_argument("--output", default=os.path.join(RESULTS, "estimators.json"))
+    parser.add_argument("--output", default=None,
+                        help="the results file (default: estimators.json under "
+                             "benchmarks/results; the iterative section writes beside it)")
     args = parser.parse_args()
+    if args.iterative:
+        return run_iterative(args)
+    args.output = args.output or os.path.join(RESULTS, "estimators.json")
 
     print(f"cores: {os.cpu_count()}, {platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}", flush=True)

@@ -3,9 +3,11 @@
 A fact table of ``--rows`` x 5 joins one dimension; the grid varies the tuple ratio
 (fact rows per dimension row) and the feature ratio (dimension columns per fact column).
 Each cell reports materialized time / factorized time for ``T @ w``, ``T.T @ y`` and
-``T.T @ T``: above 1 the factorized form is faster.
+``T.T @ T``: above 1 the factorized form is faster. The last line repeats the cell of issue
+15's acceptance (tuple ratio 100, feature ratio 10: a 1M x 5 fact table and a 10k x 50
+dimension at the default ``--rows``); ``--headline`` measures that cell alone.
 
-    python benchmarks/ops.py [--rows 1000000] [--repeats 5] [--out benchmarks/results]
+    python benchmarks/ops.py [--rows 1000000] [--repeats 5] [--headline] [--out benchmarks/results]
 """
 
 
@@ -18,6 +20,7 @@ TUPLE_RATIOS = (1, 5, 20, 100)
 FEATURE_RATIOS = (0.5, 2, 10)
 FACT_COLUMNS = 5
 OPERATIONS = ("T @ w", "T.T @ y", "T.T @ T")
+HEADLINE = (100, 10)  # (tuple ratio, feature ratio) of issue 15's acceptance
 
 
 def star(n_rows, tuple_ratio, feature_ratio, seed=0):
@@ -44,6 +47,14 @@ def measure(nm, repeats):
         t_fact, t_mat = median_times([factorized, materialized], repeats)
         out[name] = {"factorized_s": t_fact, "materialized_s": t_mat, "speedup": t_mat / t_fact}
     return out
+
+
+def headline(results):
+    """The line that reports the cell of :data:`HEADLINE`."""
+    cell = next(r for r in results if (r["tuple_ratio"], r["feature_ratio"]) == HEADLINE)
+    ratios = ", ".join(f"{op} {cell['ops'][op]['speedup']:.1f}x" for op in OPERATIONS)
+    return (f"tuple ratio {HEADLINE[0]}, feature ratio {HEADLINE[1]} "
+            f"(T {cell['shape'][0]} x {cell['shape'][1]}): {ratios}")
 
 
 def markdown(results):
@@ -86,23 +97,31 @@ def heat_map(results, path):
 def main():
     parser = arguments(__doc__, repeats=5)
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--headline", action="store_true",
+                        help="measure only the cell of issue 15's acceptance")
     args = parser.parse_args()
     info = machine()
     print(f"# ops benchmark: {args.rows} fact rows x {FACT_COLUMNS}, {info['cores']} cores, "
           f"BLAS {info['blas']}, median of {args.repeats}")
+    grid = [HEADLINE] if args.headline else [(tr, fr) for tr in TUPLE_RATIOS
+                                             for fr in FEATURE_RATIOS]
     results = []
-    for tuple_ratio in TUPLE_RATIOS:
-        for feature_ratio in FEATURE_RATIOS:
-            nm = star(args.rows, tuple_ratio, feature_ratio)
-            ops = measure(nm, args.repeats)
-            results.append({"tuple_ratio": tuple_ratio, "feature_ratio": feature_ratio,
-                            "shape": list(nm.shape), "ops": ops})
-            print(f"TR={tuple_ratio:>3} FR={feature_ratio:>4}: " + ", ".join(
-                f"{op} {ops[op]['speedup']:.2f}x" for op in OPERATIONS), flush=True)
+    for tuple_ratio, feature_ratio in grid:
+        nm = star(args.rows, tuple_ratio, feature_ratio)
+        ops = measure(nm, args.repeats)
+        results.append({"tuple_ratio": tuple_ratio, "feature_ratio": feature_ratio,
+                        "shape": list(nm.shape), "ops": ops})
+        print(f"TR={tuple_ratio:>3} FR={feature_ratio:>4}: " + ", ".join(
+            f"{op} {ops[op]['speedup']:.2f}x" for op in OPERATIONS), flush=True)
     print()
-    print(markdown(results))
-    write_results(args.out, "ops.json", {"machine": info, "rows": args.rows, "results": results})
-    heat_map(results, args.out / "ops.png")
+    if not args.headline:
+        print(markdown(results))
+    print(headline(results))
+    name = "ops_headline" if args.headline else "ops"
+    write_results(args.out, f"{name}.json",
+                  {"machine": info, "rows": args.rows, "results": results})
+    if not args.headline:
+        heat_map(results, args.out / "ops.png")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ Build with ``python -m sphinx -W --keep-going -b html doc doc/_build/html`` afte
 import os
 import shutil
 import sys
-from importlib.metadata import version as installed_version
 
 DOC = os.path.dirname(os.path.abspath(__file__))
 # autosummary rewrites the stub pages of the names it lists but never removes one: start afresh,
@@ -16,10 +15,12 @@ shutil.rmtree(os.path.join(DOC, "generated"), ignore_errors=True)
 sys.path.insert(0, os.path.dirname(DOC))  # document the working tree being built
 sys.path.insert(0, os.path.join(DOC, "_ext"))
 
+import sklearn_ilargi  # noqa: E402  (from the working tree, as the line above arranges)
+
 project = "sklearn-ilargi"
 author = "the sklearn-ilargi developers"
 copyright = "the sklearn-ilargi developers"
-release = installed_version("sklearn-ilargi")
+release = sklearn_ilargi.__version__
 version = release
 
 extensions = [

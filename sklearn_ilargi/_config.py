@@ -63,6 +63,15 @@ OPTIONS = {
             "stop early (``tol > 0``): at most this many, a typical count for Lloyd's "
             "iterations, L-BFGS and coordinate descent on well-scaled data. A fit with "
             "``tol=0`` is assumed to run all of its ``max_iter``."),
+    "closed_form_max_columns": Option(
+        4096, "int",
+        doc="A fit whose solver is ``'auto'`` takes a closed form over the dense ``c x c`` "
+            "gram (least squares' normal equations, PCA's covariance) where ``X`` has at "
+            "most this many columns and the gram with its copies fits in memory; wider, it "
+            "takes a solver over the products ``X @ v`` and ``X.T @ r`` (LSQR, conjugate "
+            "gradients, a truncated SVD), which never forms the gram. The closed form's "
+            "solve grows as ``c**3`` and its gram as ``c**2``, the products only with the "
+            "data."),
     # Storage of the sources, decided once when a matrix is built.
     "dense_storage_density": Option(
         1 / 6, "float",
@@ -94,6 +103,12 @@ OPTIONS = {
         16, "int",
         doc="In the gram, dense dimensions this narrow are joined a slice of rows at a time "
             "(when at least two of them pair up) rather than kept factorized."),
+    "gram_column_dots_max_columns": Option(
+        5, "int",
+        doc="The gram of a dense block whose columns are contiguous (a column-major fact "
+            "table, say) and at most this many is taken as one dot product per pair of "
+            "columns rather than by BLAS's symmetric product, which is slow for so few "
+            "columns (CPU); 0 always uses BLAS."),
     "gather_scatter_max_columns": Option(
         8, "int",
         doc="Two dimensions pair in the gram by gathering and scattering when one has at most "
@@ -115,6 +130,15 @@ OPTIONS = {
         1 << 20, "int",
         doc="Row maps are scattered side by side on threads when the target has at least this "
             "many rows."),
+    "slice_working_memory": Option(
+        2.0, "float",
+        doc="Scratch memory (MiB) per thread of a product that is reduced a slice of rows at "
+            "a time (K-means' distances to its centers, reduced to each sample's closest "
+            "one, or in its seeding to the candidates' potentials): each slice holds as many "
+            "of the target's rows as fit here with their ``p`` columns three times over (at "
+            "least one), as scikit-learn's ``working_memory`` sizes its chunks. Small enough, "
+            "a slice stays in the cache from its product to its reduction; the whole "
+            "``n x p`` product is never held."),
     "rows_per_gather": Option(
         1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),
@@ -133,8 +157,16 @@ OPTIONS = {
             "column (both summing in an order the hardware picks; kept to be measured)."),
     "one_thread_cells": Option(
         1 << 22, "int",
-        doc="Logistic regression limits BLAS to one thread below this many cells of ``X`` "
-            "(its small products lose more to thread start-up than they gain)."),
+        doc="Logistic regression limits BLAS and its pointwise loss to one thread below this "
+            "many cells of ``X`` (its small products lose more to thread start-up than they "
+            "gain); so does the gram for the products of its factorized blocks, below this "
+            "many cells of theirs."),
+    "curvature_gram_max_columns": Option(
+        1024, "int",
+        doc="The step size of gradient descent (``learning_rate='auto'``) comes from the "
+            "largest eigenvalue of the weighted gram (``scipy.linalg.eigh``) where ``X`` has "
+            "at most this many columns, else from ``scipy.sparse.linalg.eigsh`` over the "
+            "products ``X @ v`` and ``X.T @ r`` (which never form the gram)."),
     # Reading tables.
     "table_chunk_rows": Option(
         1 << 18, "count",

@@ -14,6 +14,8 @@ through the array API (array-api-compat's CuPy namespace); this module handles t
 operands.
 """
 
+import contextlib
+
 import cupy as cp
 import cupyx
 import cupyx.scipy.sparse as csp
@@ -223,6 +225,27 @@ def gather_rows(z, row_map, out=None):
     if out is None:
         return rows
     out[...] = rows
+    return out
+
+
+def gather_columns(zt, row_map, out=None):
+    """``(I @ zt.T).T``: column ``row_map.indices[i]`` of ``zt`` for each target row, zero
+    where ``-1``; ``out`` receives the columns when given."""
+    columns = gather_rows(zt.T, row_map).T
+    if out is None:
+        return columns
+    out[...] = columns
+    return out
+
+
+def column_argmin(values, out=None):
+    """For each column of a 2-D ``values`` (at least one row): the row of its smallest entry,
+    the first one on ties, and that entry; written into ``out = (rows, smallest)`` when
+    given."""
+    rows, smallest = cp.argmin(values, axis=0).astype(cp.int32), values.min(axis=0)
+    if out is None:
+        return rows, smallest
+    out[0][...], out[1][...] = rows, smallest
     return out
 
 
@@ -486,6 +509,12 @@ def threads():
 def map_in_threads(func, items):
     """``[func(item) for item in items]``, in order (see :func:`threads`)."""
     return [func(item) for item in items]
+
+
+def one_thread(enabled=True):
+    """A context that changes nothing: the device has no host threads to spare (the CPU
+    backend's limits BLAS to one thread)."""
+    return contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------------- device

@@ -84,6 +84,64 @@ def gather_rows(z, row_map, out=None):
     return out
 
 
+def gather_columns(zt, row_map, out=None):
+    """``(I @ zt.T).T``: column ``row_map.indices[i]`` of ``zt`` for each target row, zero
+    where ``-1``.
+
+    :func:`gather_rows` for a product kept transposed (``p x n_source``, row-major), as a
+    slice of K-means' distances is (``p`` centers, a column per target row). ``out``, a
+    ``p x n_target`` array of ``zt``'s dtype, receives the columns instead of a new array.
+    """
+    if row_map.indices is None:
+        if out is None:
+            return zt
+        out[...] = zt
+        return out
+    if zt.shape[1] == 0:  # every target row is missing
+        shape = (zt.shape[0], row_map.n_target)
+        return np.zeros(shape, dtype=zt.dtype) if out is None else _filled(out, 0)
+    # mode="clip" (-1 picks column 0, zeroed below): numpy buffers the default mode's output
+    out = np.take(zt, _positions(row_map), axis=1, out=out, mode="clip")
+    if row_map.has_missing:
+        out[:, row_map.indices < 0] = 0
+    return out
+
+
+def column_argmin(values, out=None):
+    """For each column of a 2-D ``values`` (at least one row): the row of its smallest entry,
+    the first one on ties, and that entry.
+
+    A sweep down the rows, each step a vector operation along the columns: for a few rows and
+    many columns (K-means' partial distances to its centers, a column per sample) it beats
+    ``argmin(axis=0)``, which numpy runs one short column at a time. The row of a column's
+    minimum is the number of rows above it that do not hold the minimum.
+
+    Parameters
+    ----------
+    values : array of shape (n_rows, n_columns)
+    out : tuple of two arrays, optional
+        ``(rows, smallest)`` to write the results into, of the shapes and dtypes returned.
+
+    Returns
+    -------
+    rows : int32 array of shape (n_columns,)
+    smallest : array of shape (n_columns,), of ``values``' dtype
+    """
+    if out is None:
+        out = (np.empty(values.shape[1], dtype=np.int32),
+               np.empty(values.shape[1], dtype=values.dtype))
+    rows, smallest = out
+    np.minimum.reduce(values, axis=0, out=smallest)
+    above = values[0] != smallest  # no row so far holds the minimum
+    rows[...] = above
+    for row in values[1:-1]:
+        above &= row != smallest
+        rows += above
+    if len(values) == 1:
+        rows[...] = 0
+    return rows, smallest
+
+
 def _positions(row_map):
     """The map's indices as ``np.intp``, kept on the map: ``np.take`` and ``np.bincount``
     would otherwise convert narrower indices (a copy of the whole map) on every call."""
@@ -278,16 +336,20 @@ def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     large source).
     """
     n = len(labels)
-    data = np.ones(n, dtype) if weights is None else np.asarray(weights, dtype=dtype)
+    data = None if weights is None else np.asarray(weights, dtype=dtype)
     if row_map.indices is None:
+        data = np.ones(n, dtype) if data is None else data
         return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
     present, rows = _present(row_map)
-    labels, data = labels[present], data[present]
+    labels = labels[present]
+    data = None if data is None else data[present]
     shape = (row_map.n_source, n_groups)
     if shape[0] * shape[1] > get_config()["group_cells_per_row"] * n:
+        data = np.ones(len(rows), dtype) if data is None else data
         return sp.coo_matrix((data, (rows, labels)), shape=shape).tocsr()
     cells = rows * n_groups
     cells += labels
+    # Without weights, an integer count: no array of ones to build and read.
     return np.bincount(cells, weights=data, minlength=shape[0] * shape[1]).reshape(shape) \
         .astype(dtype, copy=False)
 
@@ -305,10 +367,19 @@ def scale_rows(y, weights):
 
 
 def dot(a, b):
-    """``a @ b`` for any mix of dense and sparse operands, as a dense array."""
+    """``a @ b`` for any mix of dense and sparse operands, as a dense array.
+
+    A dense ``a`` times a sparse ``b`` is ``(b.T @ a.T).T``; where ``a.T`` is column-major
+    (``a`` the transpose of a column-major source, say, times a one-hot), scipy would copy it
+    to row-major first, so ``a`` goes a row at a time instead: each row is read in place,
+    with the same sums in the same order.
+    """
     if sp.issparse(a) and sp.issparse(b):
         return (a @ b).toarray()
     if sp.issparse(b):
+        if a.ndim == 2 and a.flags.c_contiguous and not a.flags.f_contiguous:
+            b_t = b.T
+            return np.stack([b_t @ row for row in a]) if len(a) else np.asarray((b_t @ a.T).T)
         return np.asarray((b.T @ a.T).T)
     if sp.issparse(a):
         return np.asarray(a @ b)
@@ -316,10 +387,36 @@ def dot(a, b):
 
 
 def weighted_gram(s, weights=None):
-    """``s.T @ diag(weights) @ s`` as a dense array."""
+    """``s.T @ diag(weights) @ s`` as a dense array.
+
+    A dense ``s`` whose columns are contiguous (column-major, or rows of a column-major
+    array) and at most ``gram_column_dots_max_columns`` (a setting) takes one dot product
+    per pair of its columns: BLAS's symmetric product of so few columns runs well below
+    the speed of reading them, while a dot product of two long columns runs near it.
+    """
     if sp.issparse(s):
         return dot(s.T, scale_rows(s, weights))
+    if _columns_contiguous(s) and s.shape[1] <= get_config()["gram_column_dots_max_columns"]:
+        return _gram_of_column_pairs(s, weights)
     return _dense.weighted_gram(s, weights)
+
+
+def _columns_contiguous(s):
+    return s.ndim == 2 and s.shape[1] > 1 and s.strides[0] == s.itemsize
+
+
+def _gram_of_column_pairs(s, weights):
+    """``s.T @ diag(weights) @ s`` by a dot product per pair of columns, mirrored.
+
+    On one BLAS thread: each dot product reads its two columns at memory speed already, and
+    threads that start and meet again for each would only wait on each other.
+    """
+    scaled = _dense.scale_rows(s, weights)
+    out = np.empty((s.shape[1], s.shape[1]), dtype=np.result_type(s.dtype, scaled.dtype))
+    with one_thread():
+        for i, j in zip(*np.triu_indices(s.shape[1])):
+            out[i, j] = out[j, i] = s[:, i] @ scaled[:, j]
+    return out
 
 
 def column_sums(s, weights=None):
@@ -409,6 +506,18 @@ def map_in_threads(func, items):
         return [func(item) for item in items]
     with one_blas_thread(), ThreadPoolExecutor(len(items)) as pool:
         return list(pool.map(func, items))
+
+
+def one_thread(enabled=True):
+    """A context in which BLAS runs on one thread (or, with ``enabled=False``, as it is).
+
+    For products too small to gain from more threads: BLAS's idle threads keep spinning a
+    while after each product, on the cores that the next work (the threads of
+    :func:`map_in_threads`, or single-threaded numpy) needs.
+    """
+    from ..utils._threads import one_blas_thread  # here: utils imports this package
+
+    return one_blas_thread(enabled)
 
 
 def synchronize():

@@ -13,7 +13,12 @@ from sklearn.utils import check_random_state
 from ..utils._sklearn_compat import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ..utils._sklearn_compat import _check_sample_weight
+from ..utils._sklearn_compat import (
+    _check_sample_weight,
+    _kmeans_single_elkan,
+    _kmeans_single_lloyd,
+    _openmp_effective_n_threads,
+)
 
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
 from ..cost import OperationProfile, expected_iterations
@@ -30,7 +35,9 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     ``||x||^2 - 2 x.c + ||c||^2`` through ``X @ C.T`` (row norms are computed once), and the
     new centroids through the scatter ``X.T @ R`` of the ``n x k`` matrix ``R`` of weighted
     one-hot assignments. Plain numpy or scipy.sparse input runs the same solver on the matrix
-    itself (dense data centered first, as scikit-learn does).
+    itself. Dense data is centered first, as scikit-learn does, a NormalizedMatrix in its
+    dense sources, so that the distances keep the digits of a column whose mean is large
+    against its spread.
 
     From the same initial centers, the result is scikit-learn's (same labels, centers and
     inertia up to rounding). The k-means++ seeding is scikit-learn's greedy D^2 sampling, but
@@ -184,16 +191,22 @@ default="k-means++"
                                         sample_weight)
         random_state = check_random_state(self.random_state)
         tol = self.tol * _mean_variance(matrix, sample_weight) if self.tol > 0 else 0.0
+        # Drawn once per fit: every run's seeds sample along the same order.
+        order = _canonical_order(matrix, random_state) if isinstance(init, str) else None
 
         best = None
         for run in range(n_init):
             centers = self._initial_centers(matrix, sample_weight, offset, X, init,
-                                            random_state)
+                                            random_state, order)
             description = type(self).__name__ + (f" run {run + 1}/{n_init}" if n_init > 1
                                                  else "")
             with IterationProgress(self.verbose, self.max_iter, description) as progress:
-                labels, inertia, centers, n_iter = _lloyd(matrix, sample_weight, centers,
-                                                          self.max_iter, tol, progress)
+                if progress.enabled or not _compiled_lloyd_runs_on(matrix):
+                    labels, inertia, centers, n_iter = _lloyd(
+                        matrix, sample_weight, centers, self.max_iter, tol, progress)
+                else:
+                    labels, inertia, centers, n_iter = _compiled_lloyd(
+                        matrix, sample_weight, centers, self.max_iter, tol, self.algorithm)
             if best is None or (inertia < best[1] and not _same_clustering(
                     labels, best[0], self.n_clusters)):
                 best = (labels, inertia, centers, n_iter)
@@ -228,9 +241,9 @@ default="k-means++"
             return 1
         return 10
 
-    def _initial_centers(self, matrix, sample_weight, offset, X, init, random_state):
+    def _initial_centers(self, matrix, sample_weight, offset, X, init, random_state, order):
         """Initial centers in the space of the solver (``X - offset``, see
-        :func:`_solver_matrix`)."""
+        :func:`_solver_matrix`); ``order`` is :func:`_canonical_order`'s, for a drawn init."""
         if _is_array(init):
             return init.astype(np.float64) - offset
         if callable(init):
@@ -239,12 +252,11 @@ default="k-means++"
             _check_centers(centers, self.n_clusters, X.shape[1])
             return centers.astype(np.float64) - offset
         if init == "random":
-            order = _canonical_order(matrix, random_state)
             weights = sample_weight[order]
             chosen = random_state.choice(len(order), size=self.n_clusters, replace=False,
                                          p=weights / weights.sum())
             return _rows(matrix, order[chosen])
-        return _kmeans_plusplus(matrix, sample_weight, self.n_clusters, random_state)
+        return _kmeans_plusplus(matrix, sample_weight, self.n_clusters, random_state, order)
 
     # ------------------------------------------------------------------ predict & co
     def _check_test_data(self, X):
@@ -268,7 +280,7 @@ default="k-means++"
         """
         X = self._check_test_data(X)
         centers = self.cluster_centers_.astype(np.float64)
-        return _assign(_partial_distances(_dot_centers(TrainingMatrix(X), centers), centers))
+        return _closest_centers(TrainingMatrix(X), centers)[0]
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the label of each training sample.
@@ -370,10 +382,12 @@ default="k-means++"
 def _solver_matrix(X, sample_weight):
     """The data as the solver sees it, ``X - offset``, and the offset.
 
-    Dense plain data is centered on its weighted mean (a copy), as scikit-learn does, which
-    keeps ``||x||^2 - 2 x.c + ||c||^2`` accurate. A NormalizedMatrix is not: an offset there
-    would be a rank-one correction added to every product, which costs an ``n x k`` pass per
-    iteration and gains no precision; sparse plain data is not either (it would turn dense).
+    Dense data is centered on its weighted mean, as scikit-learn centers dense data, so that
+    ``||x||^2 - 2 x.c + ||c||^2`` keeps the digits of a column whose mean is large against
+    its spread. A plain array is copied; a NormalizedMatrix has the mean subtracted from its
+    dense sources (a copy of each) and given to the rows they miss, and keeps it as a
+    rank-one term on its sparse columns (see ``TrainingMatrix.centered``). Sparse plain data
+    is not centered (it would turn dense), as in scikit-learn.
 
     Returns
     -------
@@ -381,13 +395,14 @@ def _solver_matrix(X, sample_weight):
     offset : ndarray of shape (n_features,)
         Zeros where ``X`` is not centered.
     """
-    offset = np.zeros(X.shape[1])
-    if isinstance(X, np.ndarray):
-        total = sample_weight.sum()
-        weights = sample_weight if total > 0 else np.ones(X.shape[0])
-        offset = (weights @ X) / weights.sum()
-        X = X - offset.astype(X.dtype)
-    return TrainingMatrix(X), offset
+    matrix = TrainingMatrix(X)
+    total = sample_weight.sum()
+    weights = sample_weight if total > 0 else np.ones(X.shape[0])
+    mean = matrix.column_sums(weights) / weights.sum()
+    centered = matrix.centered(mean)
+    if centered.offset is not None:  # sparse plain data: centered only by rank-one terms
+        return matrix, np.zeros(X.shape[1])
+    return centered, mean
 
 
 def _dot_centers(matrix, centers):
@@ -423,7 +438,7 @@ def _canonical_order(matrix, random_state):
     """
     direction = random_state.standard_normal(matrix.shape[1])
     key = _dot_centers(matrix, direction[None, :])[:, 0]
-    return np.argsort(key, kind="stable")
+    return np.argsort(key)  # equal rows have equal keys: their order among them is moot
 
 
 def _exact_squared_distances(X, centers, chunk=2048):
@@ -441,41 +456,80 @@ def _exact_squared_distances(X, centers, chunk=2048):
     return out
 
 
-def _partial_distances(cross, centers):
-    """``||c||^2 - 2 x.c`` from ``cross = X @ C.T`` (overwritten): distances less ``||x||^2``."""
-    cross *= -2.0
-    cross += (centers**2).sum(axis=1)[None, :]
-    return cross
+def _closest_centers(matrix, centers):
+    """Label of each sample's closest center, and its partial distance to it.
+
+    The argmin over the centers of ``||c||^2 - 2 x.c``, the squared distance less
+    ``||x||^2`` (which does not change the argmin), as scikit-learn's Lloyd takes it: a slice
+    of samples at a time, never all the ``n x k`` distances at once
+    (``TrainingMatrix.argmin_of_product``).
+
+    Returns
+    -------
+    labels : ndarray of int32 of shape (n_samples,)
+    partial : ndarray of shape (n_samples,)
+        ``||c||^2 - 2 x.c`` for each sample's closest center ``c``.
+    """
+    return matrix.argmin_of_product(-2.0 * centers.T, (centers**2).sum(axis=1))
 
 
-def _assign(partial):
-    """Label of the closest center (``||x||^2`` does not change the argmin)."""
-    return np.argmin(partial, axis=1).astype(np.int32)
+def _partial_distances_to(matrix, centers, labels):
+    """``||c||^2 - 2 x.c`` for the center ``c`` of each sample's label (whichever is
+    closest), through the whole product ``X @ C.T``."""
+    cross = _dot_centers(matrix, centers)[np.arange(matrix.shape[0]), labels]
+    return (centers**2).sum(axis=1)[labels] - 2.0 * cross
 
 
-def _own_distances(matrix, partial, labels):
-    """Squared distance of each sample to the center of its label."""
-    return matrix.row_norms_squared() + partial[np.arange(matrix.shape[0]), labels]
+def _inertia(matrix, sample_weight, partial):
+    """Weighted sum of the squared distances ``||x||^2 + partial``."""
+    return float(sample_weight @ np.maximum(matrix.row_norms_squared() + partial, 0.0))
+
+
+def _compiled_lloyd_runs_on(matrix):
+    """Whether scikit-learn's compiled iterations take the solver's matrix: a plain host
+    array, or CSR with 32-bit indices, with no offset."""
+    X = matrix.X
+    if matrix.offset is not None:
+        return False
+    if sp.issparse(X):
+        return X.format == "csr" and X.indices.dtype == X.indptr.dtype == np.int32
+    return isinstance(X, np.ndarray)
+
+
+def _compiled_lloyd(matrix, sample_weight, centers, max_iter, tol, algorithm):
+    """One run of scikit-learn's own iterations (``_kmeans_single_lloyd`` or ``_elkan``, as
+    its ``KMeans`` runs them, on its threads) from ``centers``, with ``tol`` absolute.
+
+    The same stopping rules and relocation of empty clusters as :func:`_lloyd`.
+    """
+    X = matrix.X if sp.issparse(matrix.X) else np.ascontiguousarray(matrix.X)
+    single = _kmeans_single_elkan if algorithm == "elkan" else _kmeans_single_lloyd
+    labels, inertia, centers, n_iter = single(
+        X, sample_weight.astype(X.dtype), np.ascontiguousarray(centers, dtype=X.dtype),
+        max_iter=max_iter, verbose=False, tol=tol, n_threads=_openmp_effective_n_threads())
+    return labels, inertia, centers.astype(np.float64), n_iter
 
 
 def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     """Lloyd's iterations from ``centers``; scikit-learn's stopping rules.
 
-    ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
-    every iteration, with its inertia, and of why the iterations stopped.
+    Each iteration reads ``X`` twice, through its products: once for the labels, fused
+    with their argmin (:func:`_closest_centers`), and once for the new centers, by group
+    sums. ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told
+    of every iteration, with its inertia, and of why the iterations stopped.
     """
     n_clusters = centers.shape[0]
-    weights = sample_weight
+    unit_weights = bool(np.all(sample_weight == 1))  # the sums then need no weights
     labels_old = np.full(matrix.shape[0], -1, dtype=np.int32)
     strict = False
     for iteration in range(max_iter):
-        partial = _partial_distances(_dot_centers(matrix, centers), centers)
-        labels = _assign(partial)
-        new_centers = _update_centers(matrix, labels, partial, centers, weights, n_clusters)
+        labels, partial = _closest_centers(matrix, centers)
+        new_centers = _update_centers(matrix, labels, partial, sample_weight, n_clusters,
+                                      unit_weights)
         if progress.enabled:
-            progress(inertia=_inertia(matrix, weights, partial, labels))
+            progress(inertia=_inertia(matrix, sample_weight, partial))
         shift = ((new_centers - centers) ** 2).sum()
-        centers = new_centers
+        labeled_by, centers = centers, new_centers
         if np.array_equal(labels, labels_old):
             strict = True
             progress.note(f"Converged at iteration {iteration}: strict convergence.")
@@ -485,21 +539,33 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
                           f"tolerance {tol}.")
             break
         labels_old = labels
-    partial = _partial_distances(_dot_centers(matrix, centers), centers)
     if not strict:
-        labels = _assign(partial)
-    return labels, _inertia(matrix, weights, partial, labels), centers, iteration + 1
+        labels, partial = _closest_centers(matrix, centers)
+    elif not np.array_equal(centers, labeled_by):
+        # The labels stayed, but a relocated empty cluster moved its center after them.
+        partial = _partial_distances_to(matrix, centers, labels)
+    return labels, _inertia(matrix, sample_weight, partial), centers, iteration + 1
 
 
-def _update_centers(matrix, labels, partial, centers, weights, n_clusters):
-    """Weighted means of the clusters through ``X.T @ R``; empty clusters are relocated."""
-    sums = matrix.group_sums(labels, n_clusters, weights.astype(matrix.dtype)).T
-    in_cluster = np.bincount(labels, weights=weights, minlength=n_clusters).astype(np.float64)
+def _update_centers(matrix, labels, partial, weights, n_clusters, unit_weights=False):
+    """Weighted means of the clusters through group sums; empty clusters are relocated.
+
+    ``unit_weights``: every weight is 1, and the sums are taken without them (the same
+    numbers, without the products by 1).
+
+    As scikit-learn's Lloyd does it: the samples farthest from their centers found the empty
+    clusters (:func:`_farthest`; none if every sample sits on its center), and a cluster left
+    without weight (an empty one, or one whose sample moved to found another) takes the
+    center of the heaviest cluster, read as scikit-learn's loop over the clusters reads it:
+    that cluster's mean if it comes first, its sums if not.
+    """
+    summed = None if unit_weights else weights
+    sums = matrix.group_sums(labels, n_clusters,
+                             None if summed is None else summed.astype(matrix.dtype)).T
+    in_cluster = np.bincount(labels, weights=summed, minlength=n_clusters).astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
-    if empty.size:
-        # Like scikit-learn: the samples farthest from their centers found the empty clusters.
-        distances = _own_distances(matrix, partial, labels)
-        far = np.argsort(-distances, kind="stable")[: empty.size]
+    far = _farthest(matrix, partial, empty.size) if empty.size else []
+    if len(far):
         points = _rows(matrix, far)
         for cluster, sample, point in zip(empty, far, points):
             weight = weights[sample]
@@ -507,57 +573,93 @@ def _update_centers(matrix, labels, partial, centers, weights, n_clusters):
             in_cluster[labels[sample]] -= weight
             sums[cluster] = weight * point
             in_cluster[cluster] = weight
-    out = centers.copy()
-    filled = in_cluster > 0
-    out[filled] = sums[filled] / in_cluster[filled, None]
+    out = sums / np.where(in_cluster > 0, in_cluster, 1.0)[:, None]
+    heaviest = int(np.argmax(in_cluster))
+    for cluster in np.flatnonzero(in_cluster <= 0):
+        out[cluster] = out[heaviest] if heaviest < cluster else sums[heaviest]
     return out
 
 
-def _inertia(matrix, sample_weight, partial, labels):
-    distances = _own_distances(matrix, partial, labels)
-    return float(sample_weight @ np.maximum(distances, 0.0))
+def _farthest(matrix, partial, n):
+    """The ``n`` samples farthest from their centers, in the order scikit-learn takes them
+    (``argpartition``'s); none where every sample sits on its center.
 
-
-def _kmeans_plusplus(matrix, sample_weight, n_clusters, random_state):
-    """Greedy k-means++ seeding (D^2 sampling with a few trials per center).
-
-    Candidates are drawn by inverse transform sampling along :func:`_canonical_order`,
-    so the draw depends on the samples' values and weights, not on their order or on how a
-    weight is spelled (a weight of 2 or two copies).
+    Distances equal to 12 digits count as equal: scikit-learn takes them from the
+    differences themselves, where samples placed alike about their centers tie exactly (on
+    discrete data, say), and ``||x||^2 + partial`` would break such ties by its rounding.
     """
-    order = _canonical_order(matrix, random_state)
+    norms = matrix.row_norms_squared()
+    distances = norms + partial
+    top = distances.max()
+    if top <= 1e-12 * norms.max():  # zero, to the rounding of ||x||^2 + partial
+        return []
+    return np.argpartition(np.round(distances / top, 12), -n)[:-n - 1:-1]
+
+
+def _kmeans_plusplus(matrix, sample_weight, n_clusters, random_state, order):
+    """Greedy k-means++ seeding: scikit-learn's rule, ``sklearn.cluster.kmeans_plusplus``,
+    over the samples in ``order`` (:func:`_canonical_order`).
+
+    Its draws are scikit-learn's on ``X[order]``: the first center by
+    ``random_state.choice`` with the weights, then ``2 + log(k)`` candidates per center by
+    inverse transform sampling of the weighted squared distances, the one that lowers the
+    potential most kept. Along ``order``, a draw depends on the samples' values and weights,
+    not on their order in ``X`` or on how a weight is spelled (a weight of 2 or two copies).
+    Each round takes the candidates' distances to every sample through one product
+    ``X @ candidates.T``, a slice of samples at a time, with the candidates' rows gathered
+    alone (a sparse source stays sparse).
+    """
     weights = sample_weight[order]
+    total = weights.sum()
     n_trials = 2 + int(np.log(n_clusters))
     centers = np.empty((n_clusters, matrix.shape[1]))
-
-    def draw(potential, size):
-        cumulative = np.cumsum(potential)
-        picks = np.searchsorted(cumulative, random_state.uniform(size=size) * cumulative[-1])
-        return order[np.minimum(picks, len(order) - 1)]
-
-    def squared_distances(points):
-        cross = _dot_centers(matrix, points)
-        values = (matrix.row_norms_squared()[:, None] - 2.0 * cross
-                  + (points**2).sum(axis=1)[None, :])
-        return np.maximum(values, 0.0)[order]
-
-    first = draw(weights, 1)
-    centers[0] = _rows(matrix, first)[0]
-    closest = squared_distances(centers[:1])[:, 0]
-    potential = float(weights @ closest)
+    first = random_state.choice(len(order), p=weights / total if total > 0 else None)
+    centers[0] = _rows(matrix, order[[first]])[0]
+    (closest,), (potential,) = _potentials(matrix, centers[:1], sample_weight)
     for c in range(1, n_clusters):
-        if potential <= 0:
-            candidates = draw(weights, n_trials)
-        else:
-            candidates = draw(weights * closest, n_trials)
+        candidates = order[_draws(weights * closest[order] if potential > 0 else weights,
+                                  potential if potential > 0 else total, n_trials,
+                                  random_state)]
         points = _rows(matrix, candidates)
-        trial = np.minimum(closest[:, None], squared_distances(points))
-        potentials = weights @ trial
+        trial, potentials = _potentials(matrix, points, sample_weight, closest)
         best = int(np.argmin(potentials))
         centers[c] = points[best]
-        closest = trial[:, best]
-        potential = float(potentials[best])
+        closest, potential = trial[best], float(potentials[best])
     return centers
+
+
+def _draws(masses, total, size, random_state):
+    """``size`` positions drawn with probabilities ``masses / total``, as scikit-learn's
+    k-means++ draws its candidates (inverse transform sampling of the cumulative sums)."""
+    picks = np.searchsorted(np.cumsum(masses), random_state.uniform(size=size) * total)
+    return np.minimum(picks, len(masses) - 1)
+
+
+def _potentials(matrix, points, sample_weight, closest=None):
+    """What each of a few points would make of the samples' squared distances to their
+    closest center: ``min(closest, ||x - p||^2)`` (clipped at 0) for every sample, and its
+    weighted sum, the potential.
+
+    The product ``X @ points.T`` a slice of samples at a time, each slice reduced while it
+    is in the cache.
+
+    Returns
+    -------
+    distances : ndarray of shape (len(points), n_samples)
+    potentials : ndarray of shape (len(points),)
+    """
+    norms = matrix.row_norms_squared()
+    distances = np.empty((len(points), matrix.shape[0]))
+    potentials = np.zeros(len(points))
+    for start, stop, values in matrix.product_slices(-2.0 * points.T,
+                                                     (points**2).sum(axis=1)):
+        part = distances[:, start:stop]
+        np.add(values, norms[start:stop], out=part)
+        np.maximum(part, 0.0, out=part)
+        if closest is not None:
+            np.minimum(part, closest[start:stop], out=part)
+        potentials += part @ sample_weight[start:stop]
+    return distances, potentials
 
 
 # ---------------------------------------------------------------------- helpers

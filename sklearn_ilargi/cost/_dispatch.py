@@ -4,7 +4,10 @@ Every estimator calls :func:`decide` then :func:`prepare`. With ``strategy="auto
 ``backend="auto"`` the cost model (``sklearn_ilargi.cost._model``) predicts the time of every
 candidate ``(backend, strategy)`` from the fit's features (``sklearn_ilargi.cost._features``),
 and the fastest one that fits in memory runs. A forced strategy or backend narrows the
-candidates; it is never overridden.
+candidates; it is never overridden. A fit that may run several solvers (a closed form over
+the dense gram, or iterations over the products) has its solver chosen first, by the width of
+``X`` and the memory the gram would take (``sklearn_ilargi.cost._solvers``), and its paths
+are priced with that solver's operations.
 """
 
 import threading
@@ -19,6 +22,7 @@ from ._candidates import Candidate, candidates, infeasibility
 from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
 from ._model import HeuristicCostModel, load_cost_model
+from ._solvers import choose_solver
 
 _STRATEGIES = ("auto", "factorized", "materialized")
 _BACKENDS = ("auto", "cpu", "gpu")
@@ -53,6 +57,14 @@ class OperationProfile:
         validates it once more and has fixed costs of its own).
     name : str, default=""
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
+    solver : str, default=""
+        The solver these counts are of (``"cholesky"``, ``"lsqr"``, ...), which
+        :meth:`Decision.explain` names; "" for a fit with one way to solve.
+    alternatives : tuple of OperationProfile, default=()
+        The profiles of the same fit with the other solvers it may run, in order of
+        preference after this one. :func:`decide` runs the first whose memory and width
+        allow it (see ``sklearn_ilargi.cost._solvers.choose_solver``): a closed form (a
+        profile with ``gram > 0``) only up to the ``closed_form_max_columns`` setting.
 
     See Also
     --------
@@ -79,6 +91,8 @@ class OperationProfile:
     dense_join: bool = False
     sklearn_fit: bool = False
     name: str = ""
+    solver: str = ""
+    alternatives: tuple = ()
 
 
 #: Assumed for a fit that declares no profile: one product each way.
@@ -146,7 +160,11 @@ class Decision:
     overhead_seconds : float, default=0.0
         Time spent deciding (features and prediction).
     profile : OperationProfile or None, default=None
-        The operations the prediction assumed.
+        The operations the prediction assumed: those of the chosen solver.
+    solver : str, default=""
+        The solver the fit runs (``profile.solver``); "" for a fit with one way to solve.
+    solver_reason : str, default=""
+        Why that solver.
 
     See Also
     --------
@@ -176,6 +194,8 @@ class Decision:
     features: dict = field(default_factory=dict, repr=False)
     overhead_seconds: float = 0.0
     profile: OperationProfile = field(default=None, repr=False)
+    solver: str = ""
+    solver_reason: str = ""
 
     def explain(self):
         """A few lines: the winner and why, then every candidate with its predicted time.
@@ -211,6 +231,8 @@ class Decision:
                 f"{f['feature_ratio']:.3g}, FLOP ratio {f['flop_ratio']:.3g}, byte ratio "
                 f"{f['byte_ratio']:.3g}"
             )
+        if self.solver:
+            lines.append(f"  solver: {self.solver} ({self.solver_reason})")
         profile = self.profile
         if self.scores and profile is not None and profile.max_iter:
             lines.append(f"  assumes {profile.iterations} solver iterations "
@@ -270,7 +292,10 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     X : NormalizedMatrix, ndarray or sparse matrix
         The fit's input; a plain matrix is always fitted as it is (materialized).
     profile : OperationProfile, optional
-        What the fit computes; one product each way when not given.
+        What the fit computes; one product each way when not given. Where it has
+        ``alternatives`` (other solvers), the solver is chosen first, by the width of ``X``
+        and the memory its gram would take, and the paths are priced with the chosen
+        solver's profile.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
         The estimator's parameter; "auto" defers to ``set_config(strategy=...)``, then to the
         cost model.
@@ -281,7 +306,14 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     Returns
     -------
     Decision
-        The chosen strategy and backend, the predicted time of every candidate and why.
+        The chosen strategy and backend, the predicted time of every candidate and why, and
+        the solver (``solver``, ``profile``) the fit runs.
+
+    Raises
+    ------
+    MemoryError
+        Where the only solvers left are closed forms whose dense gram does not fit in the
+        memory available now (raised before anything is allocated).
 
     See Also
     --------
@@ -310,11 +342,15 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     backend = config["backend"] if backend == "auto" else backend
     if backend == "gpu":
         get_backend("gpu")  # raises naming what is missing
-    if not isinstance(X, NormalizedMatrix):
-        return _record(Decision("materialized", "cpu" if backend == "auto" else backend,
-                                "the input is a single matrix"))
     start = time.perf_counter()
     profile = DEFAULT_PROFILE if profile is None else profile
+    # Only a closed form reads the width (a fit that declares none may pass raw input).
+    n_columns = X.shape[1] if profile.gram or profile.alternatives else 0
+    profile, solver_reason = choose_solver(n_columns, profile)
+    solver = {"solver": profile.solver, "solver_reason": solver_reason}
+    if not isinstance(X, NormalizedMatrix):
+        return _record(Decision("materialized", "cpu" if backend == "auto" else backend,
+                                "the input is a single matrix", profile=profile, **solver))
     gpu = backend == "gpu" or (backend == "auto" and gpu_available())
     pool = candidates(strategy, backend, gpu=gpu)
     model, notes = None, []
@@ -343,7 +379,7 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     decision = Decision(
         chosen.strategy, chosen.backend, reason, scores, infeasible,
         "" if model is None else model.source, shared, time.perf_counter() - start,
-        profile,
+        profile, **solver,
     )
     return _record(decision)
 

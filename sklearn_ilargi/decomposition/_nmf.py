@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from ..utils._sklearn_compat import Interval, Options, StrOptions
+from ..utils._sklearn_compat import Interval, Options, StrOptions, _update_cdnmf_fast
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
 from ..base import FactorizedMixin, falls_back_to_cpu, like_input, reads_fitted_model
@@ -357,7 +357,8 @@ def _reconstruction_error(matrix, W, H, xht=None):
     """``||X - W H||_F``; directly for a dense array, else from the traces
     ``||X||^2 - 2 <W, X H^T> + <W^T W, H H^T>`` (``xht`` is ``X @ H.T`` if known)."""
     if isinstance(matrix.X, np.ndarray):
-        return float(np.sqrt(np.sum((matrix.X - W @ H) ** 2, dtype=np.float64)))
+        residual = (matrix.X - W @ H).astype(np.float64, copy=False).ravel()
+        return float(np.sqrt(residual @ residual))
     xht = _xht(matrix, H) if xht is None else xht
     squared_norm = float(np.sum(matrix.row_norms_squared(), dtype=np.float64))
     value = (squared_norm - 2.0 * float(np.sum(W * xht, dtype=np.float64))
@@ -512,9 +513,9 @@ def _coordinate_descent(matrix, W, H, tol, max_iter, reg_W, reg_H, update_H, shu
     ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told of
     every iteration, with the violation relative to the first one's.
     """
-    # Column-major, so that the coordinate being updated is one contiguous column.
-    W = np.array(W, order="F")
-    Ht = np.array(H.T, order="F")
+    # Row-major, as scikit-learn's compiled sweep updates them (in place).
+    W = np.array(W, order="C")
+    Ht = np.array(H.T, order="C")
     rng = check_random_state(random_state)
     violation_init = None
     for n_iter in range(1, max_iter + 1):
@@ -530,28 +531,25 @@ def _coordinate_descent(matrix, W, H, tol, max_iter, reg_W, reg_H, update_H, shu
         if violation / violation_init <= tol:
             progress.note(f"Converged at iteration {n_iter}")
             break
-    return np.ascontiguousarray(W), np.ascontiguousarray(Ht.T), n_iter
+    return W, np.ascontiguousarray(Ht.T), n_iter
 
 
 def _cd_pass(W, Ht, xht, l1, l2, shuffle, rng):
     """One sweep over the columns of ``W`` (in place); returns the projected-gradient norm.
 
-    Rows of ``W`` do not interact, so each coordinate is updated for all rows at once.
+    scikit-learn's ``_update_coordinate_descent`` with ``X @ Ht`` given (``xht``, factorized
+    where ``X`` is a NormalizedMatrix): the regularization enters through ``Ht.T @ Ht`` and
+    ``xht``, and scikit-learn's compiled sweep does the rest.
     """
     k = Ht.shape[1]
-    hht = Ht.T @ Ht
+    hht = (Ht.T @ Ht).astype(W.dtype, copy=False)
     if l2 != 0.0:
         hht.flat[:: k + 1] += l2
-    xht = np.asfortranarray(xht - l1 if l1 != 0.0 else xht)
+    xht = np.asarray(xht, dtype=W.dtype)
+    if l1 != 0.0:
+        xht = xht - l1
     order = rng.permutation(k) if shuffle else np.arange(k)
-    violation = 0.0
-    for t in order:
-        grad = W @ hht[t] - xht[:, t]
-        projected = np.where(W[:, t] == 0, np.minimum(grad, 0.0), grad)
-        violation += float(np.abs(projected).sum())
-        if hht[t, t] != 0:
-            W[:, t] = np.maximum(W[:, t] - grad / hht[t, t], 0.0)
-    return violation
+    return float(_update_cdnmf_fast(W, hht, xht, order.astype(np.intp)))
 
 
 __all__ = ["FactorizedNMF"]

@@ -1,4 +1,4 @@
-"""Principal component analysis from the factorized, centered gram: FactorizedPCA."""
+"""Principal component analysis over the sources: FactorizedPCA."""
 
 import numbers
 
@@ -9,8 +9,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
-from ..cost import OperationProfile
 from ..utils import TrainingMatrix, is_normalized, validate_input
+from ._pca_solvers import (
+    CLOSED_FORMS,
+    TRUNCATED,
+    check_truncated_components,
+    pca_profile,
+    resolve_svd_solver,
+    truncated_svd,
+)
 
 try:  # Minka's MLE of the dimension; scikit-learn's own, to pick exactly the same rank.
     from ..utils._sklearn_compat import _infer_dimension
@@ -22,12 +29,16 @@ class FactorizedPCA(FactorizedMixin, PCA):
     """Principal component analysis over the sources of a NormalizedMatrix.
 
     The counterpart of :class:`sklearn.decomposition.PCA`, which it extends. On a
-    NormalizedMatrix the fit is the eigendecomposition of the ``c x c`` covariance
-    ``(X.T @ X - n mean mean^T) / (n - 1)``, whose gram is computed over the sources and whose
-    centering is the rank-one correction (``svd_solver="covariance_eigh"`` semantics, for
-    every ``svd_solver``: the other solvers approximate the same decomposition). Signs follow
-    scikit-learn's convention (the largest entry of each component is positive). Plain numpy or
-    scipy.sparse input takes scikit-learn's own path.
+    NormalizedMatrix, ``svd_solver="full"`` and ``"covariance_eigh"`` decompose the ``c x c``
+    covariance ``Xc.T @ Xc / (n - 1)``, whose gram is computed over the sources, each dense
+    one centered by its columns' means before it is squared (unlike scikit-learn's
+    ``covariance_eigh``, which subtracts ``n mean mean^T`` from ``X.T @ X``, a column whose
+    mean is large against its spread keeps its digits). ``"arpack"`` and ``"randomized"``
+    run scikit-learn's truncated solvers on the products ``Xc @ V`` and ``Xc.T @ U`` of the
+    centered matrix, factorized, and never form the covariance: they are the solvers for wide
+    data (one-hot dimensions of many ids). ``"auto"`` follows scikit-learn's rule for dense
+    input. Signs follow scikit-learn's convention (the largest entry of each component is
+    positive). Plain numpy or scipy.sparse input takes scikit-learn's own path.
 
     Parameters
     ----------
@@ -40,12 +51,19 @@ class FactorizedPCA(FactorizedMixin, PCA):
         Scale the projections to unit variance (divide by the square roots of
         ``explained_variance_``).
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
-        Used as in scikit-learn for plain input and for the materialized path.
+        As in scikit-learn. ``"auto"`` is scikit-learn's rule for dense input on the joined
+        shape: ``"covariance_eigh"`` for at most 1000 features and at least 10 times as many
+        samples, ``"full"`` for at most 500 of both (or ``n_components="mle"``),
+        ``"randomized"`` for an integer ``n_components`` below 80% of the smaller side, else
+        ``"full"``. ``"full"`` and ``"covariance_eigh"`` need the dense covariance: a fit
+        whose covariance does not fit in memory is refused before it is allocated (a
+        ``MemoryError``; the truncated solvers need no covariance). On the materialized path
+        scikit-learn's PCA runs on the join, except that "auto" and "covariance_eigh"
+        decompose the centered covariance there too.
     tol : float, default=0.0
-        Tolerance of ``svd_solver="arpack"`` (plain input and the materialized path).
+        Tolerance of ``svd_solver="arpack"``.
     iterated_power : int or "auto", default="auto"
-        Power iterations of ``svd_solver="randomized"`` (plain input and the materialized
-        path).
+        Power iterations of ``svd_solver="randomized"``.
     n_oversamples : int, default=10
         Extra random vectors of ``svd_solver="randomized"``.
     power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
@@ -174,18 +192,28 @@ class FactorizedPCA(FactorizedMixin, PCA):
         n_samples, n_features = X.shape
         n_components = _check_n_components(self.n_components, self.svd_solver,
                                            n_samples, n_features)
-        # PCA centers the data: the materialized path needs the join dense, and runs
-        # scikit-learn's PCA on it.
-        prepared = self._dispatch(X, OperationProfile(gram=1, dense_join=True, sklearn_fit=True,
-                                                      name=type(self).__name__),
-                                  backend=backend)
-        if not is_normalized(prepared):
+        solver = resolve_svd_solver(self.svd_solver, n_components, X.shape)
+        if solver in TRUNCATED:
+            n_components = check_truncated_components(n_components, solver, X.shape)
+        # PCA centers the data: the materialized path runs scikit-learn's PCA on the join
+        # (dense, but for ARPACK), except for the covariance, which scikit-learn centers
+        # after the product (``X.T @ X - n mean mean^T``) and this module before it.
+        profile = pca_profile(solver, n_components, X.shape, tol=self.tol,
+                              iterated_power=self.iterated_power,
+                              n_oversamples=self.n_oversamples, name=type(self).__name__)
+        prepared = self._dispatch(X, profile, backend=backend)
+        self._fit_svd_solver = solver
+        own_covariance = solver in CLOSED_FORMS and self.svd_solver in ("auto",
+                                                                         "covariance_eigh")
+        if not is_normalized(prepared) and not own_covariance:
             fit_joined(super().fit, self, prepared)
+            return
+        if solver in TRUNCATED:
+            self._fit_truncated_over_products(prepared, solver, n_components)
             return
         dtype = X.dtype
         mean = np.asarray(to_host(prepared.mean(axis=0)), dtype=np.float64)
-        scatter = TrainingMatrix(prepared).gram()
-        scatter -= n_samples * np.outer(mean, mean)
+        scatter = TrainingMatrix(prepared).centered_gram(mean)
         if n_samples == 1:
             # One sample minus its mean is exactly zero: what is left is the gram's rounding.
             scatter[:] = 0.0
@@ -214,6 +242,33 @@ class FactorizedPCA(FactorizedMixin, PCA):
         self.explained_variance_ratio_ = ratios[:n_components].astype(dtype)
         self.singular_values_ = np.sqrt(squares[:n_components]).astype(dtype)
         self.noise_variance_ = float(noise)
+
+    def _fit_truncated_over_products(self, X, solver, n_components):
+        """``svd_solver="arpack"`` or ``"randomized"`` on the products of the centered ``X``,
+        as scikit-learn's ``PCA._fit_truncated``: no covariance is formed."""
+        n_samples, n_features = X.shape
+        dtype = X.dtype
+        matrix = TrainingMatrix(X)
+        mean = matrix.column_sums() / n_samples
+        centered = matrix.centered(mean)
+        values, components = truncated_svd(
+            centered, n_components, solver, tol=self.tol, iterated_power=self.iterated_power,
+            n_oversamples=self.n_oversamples,
+            power_iteration_normalizer=self.power_iteration_normalizer,
+            random_state=self.random_state,
+        )
+        variances = values**2 / (n_samples - 1)
+        total = centered.column_sums_of_squares().sum() / (n_samples - 1)
+        rank = min(n_samples, n_features)
+        self.mean_ = mean.astype(dtype)
+        self.n_samples_ = n_samples
+        self.n_components_ = n_components
+        self.components_ = _flip_signs(components).astype(dtype)
+        self.explained_variance_ = variances.astype(dtype)
+        self.explained_variance_ratio_ = (variances / total).astype(dtype)
+        self.singular_values_ = values.astype(dtype)
+        self.noise_variance_ = (float((total - variances.sum()) / (rank - n_components))
+                                if n_components < rank else 0.0)
 
     @reads_fitted_model
     def transform(self, X):

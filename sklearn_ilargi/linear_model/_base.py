@@ -13,16 +13,16 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import assert_all_finite, check_is_fitted
 
 from ..utils._sklearn_compat import Interval, StrOptions, _check_sample_weight
 
+from .._config import get_config
 from ..base import reads_fitted_model
-from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, validate_input
-from ..utils._progress import IterationProgress
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
 
@@ -77,7 +77,7 @@ def _unless_unit(sample_weight):
     return None if (sample_weight == 1).all() else sample_weight
 
 
-def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0.0,
+def solve_normal_equations(gram_centered, rhs, alpha, constant=None, rcond=0.0,
                            penalty=None):
     """``(G + alpha P)^{-1} B``, or the minimum-norm solution of ``G x = B`` where
     ``alpha == 0``; ``P`` is diagonal, the identity by default.
@@ -89,8 +89,9 @@ def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0
     rhs : ndarray of shape (c, t)
     alpha : ndarray of shape (t,)
         Penalty per target; ``0`` means ordinary least squares.
-    gram_raw_diagonal : ndarray of shape (c,)
-        Diagonal of the gram before centering: the scale of the rounding error in ``G``.
+    constant : ndarray of bool of shape (c,), default=None
+        The columns that hold one value in every row: their coefficients are 0 (see
+        :func:`minimum_norm_solve`). None for none.
     rcond : float, default=0.0
         Without penalty, singular values of ``sqrt(W) Xc`` below ``rcond`` times the largest
         count as zero (``cond`` of ``scipy.linalg.lstsq``).
@@ -112,23 +113,23 @@ def solve_normal_equations(gram_centered, rhs, alpha, gram_raw_diagonal, rcond=0
         try:
             out[:, targets] = scipy.linalg.solve(penalized, rhs[:, targets], assume_a="pos")
         except np.linalg.LinAlgError:
-            out[:, targets], _ = minimum_norm_solve(
-                penalized, rhs[:, targets], gram_raw_diagonal + value * penalty)
+            out[:, targets], _ = minimum_norm_solve(penalized, rhs[:, targets], constant)
     unpenalized = alpha == 0
     if unpenalized.any():
         out[:, unpenalized], rank = minimum_norm_solve(
-            gram_centered, rhs[:, unpenalized], gram_raw_diagonal, rcond)
+            gram_centered, rhs[:, unpenalized], constant, rcond)
     return out, rank
 
 
-def minimum_norm_solve(gram, rhs, gram_raw_diagonal, rcond=0.0):
+def minimum_norm_solve(gram, rhs, constant=None, rcond=0.0):
     """The minimum-norm ``x`` with ``G x = B``: what ``lstsq`` gives on the data itself.
 
     ``G``'s eigenvalues are the squared singular values of the data, so ``lstsq``'s rule
     "singular values below ``rcond`` times the largest are zero" becomes eigenvalues below
     ``rcond**2`` times the largest; below ``c * eps`` times the largest they are rounding
-    error whatever ``rcond``. A column whose centered energy is within rounding error of its
-    raw energy is constant, and left out (coefficient 0).
+    error whatever ``rcond``. The ``constant`` columns (a boolean mask, or None) are left
+    out (coefficient 0): centered, a column of one value holds nothing but the rounding of
+    its mean.
 
     Returns
     -------
@@ -137,10 +138,8 @@ def minimum_norm_solve(gram, rhs, gram_raw_diagonal, rcond=0.0):
     """
     n_columns = gram.shape[0]
     eps = np.finfo(np.float64).eps
-    diagonal = np.diag(gram)
-    constant = diagonal <= 100 * max(n_columns, 1) * eps * np.maximum(gram_raw_diagonal, 0)
     threshold = max(rcond ** 2, max(n_columns, 1) * eps)
-    if constant.any():
+    if constant is not None and constant.any():
         gram = gram.copy()
         gram[constant, :] = 0
         gram[:, constant] = 0
@@ -182,8 +181,13 @@ def _well_conditioned_solve(gram, rhs, threshold):
 
 
 def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rcond=0.0):
-    """Exact (ridge) least squares from the weighted gram, centered algebraically.
+    """Exact (ridge) least squares from the weighted gram of the centered data.
 
+    With ``fit_intercept``, ``X`` is centered before the gram squares it
+    (:meth:`~sklearn_ilargi.utils.TrainingMatrix.centered`: a NormalizedMatrix's dense sources
+    and a dense array themselves, a sparse matrix by rank-one terms, as scikit-learn centers
+    each), and so is ``y``: a column of 1e7 +- 1 keeps its digits, where the algebraic
+    ``X.T X - n mu mu^T`` would keep none. A column of one value gets coefficient 0.
     ``rcond`` is the relative singular-value cutoff of the unpenalized targets (see
     :func:`minimum_norm_solve`).
 
@@ -200,14 +204,16 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
     y_mean : ndarray of shape (t,)
     rank : int
     """
-    solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond)
+    constant = matrix.constant_columns() if fit_intercept else None
+    solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond,
+                                 constant)
     if solution is not None:
         return solution
     x_scale = _power_of_two(matrix.column_magnitudes())
     y_scale = _power_of_two(np.abs(y).max(axis=0))
     scaled = matrix.scale_columns(1.0 / x_scale)
     solution = _normal_equations(scaled, y / y_scale, sample_weight, alpha, fit_intercept,
-                                 rcond, penalty=(1.0 / x_scale) ** 2)
+                                 rcond, constant, penalty=(1.0 / x_scale) ** 2)
     if solution is None:
         raise ValueError("The least-squares problem overflows float64 even with the columns "
                          "of X and y scaled to magnitudes near 1.")
@@ -216,21 +222,21 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
             rank)
 
 
-def _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond, penalty=None):
-    """What :func:`least_squares_closed_form` returns, or None where the gram or ``X.T @ y``
-    is not finite (it overflowed)."""
-    x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
-    total = sample_weight.sum()
+def _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond, constant,
+                      penalty=None):
+    """What :func:`least_squares_closed_form` returns, or None where the means, the gram or
+    ``X.T @ y`` are not finite (they overflowed)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        gram_raw = matrix.gram(_unless_unit(sample_weight))
-        gram_centered = gram_raw - total * np.multiply.outer(x_mean, x_mean)
-        gram_centered = (gram_centered + gram_centered.T) / 2
-        rhs = matrix.rmatmul(sample_weight[:, None] * y)
-        rhs -= total * np.multiply.outer(x_mean, y_mean)
-    if not (np.isfinite(gram_centered).all() and np.isfinite(rhs).all()):
+        x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
+        if not (np.isfinite(x_mean).all() and np.isfinite(y_mean).all()):
+            return None
+        centered = matrix.centered(x_mean) if fit_intercept else matrix
+        gram = centered.gram(_unless_unit(sample_weight))
+        gram = (gram + gram.T) / 2
+        rhs = centered.rmatmul(sample_weight[:, None] * (y - y_mean))
+    if not (np.isfinite(gram).all() and np.isfinite(rhs).all()):
         return None
-    coef, rank = solve_normal_equations(gram_centered, rhs, alpha, np.diag(gram_raw).copy(),
-                                        rcond, penalty)
+    coef, rank = solve_normal_equations(gram, rhs, alpha, constant, rcond, penalty)
     return coef, x_mean, y_mean, rank
 
 
@@ -269,29 +275,83 @@ def least_squares_gd(matrix, y, sample_weight, alpha, fit_intercept, *, learning
     return coef, x_mean, y_mean, n_iter
 
 
-def top_eigenvalue(matrix, sample_weight, *, extra_column=False, n_steps=30, seed=0):
-    """Largest eigenvalue of ``A.T diag(w) A`` by power iteration (``A`` = X, plus ones).
+def top_eigenvalue(matrix, sample_weight, *, extra_column=False, seed=0):
+    """Largest eigenvalue of ``A.T diag(w) A``, for ``A`` the TrainingMatrix ``matrix``
+    (with a column of ones appended where ``extra_column``): the curvature behind the step
+    size of gradient descent.
 
-    Over-estimated by 10% so that a step of ``1 / value`` is safe for gradient descent.
+    Where the gram is cheap (no offset, at most ``curvature_gram_max_columns`` columns), from
+    the weighted gram and ``scipy.linalg.eigh``; otherwise by Lanczos
+    (``scipy.sparse.linalg.eigsh``) over the products ``A @ v`` and ``A.T @ r``, which never
+    form the gram: wide one-hot dimensions, and a centered matrix, whose gram would lose the
+    digits of a column with a large mean. Both are exact to rounding error (ARPACK runs to
+    machine precision); the Lanczos value never exceeds the true one, and gradient descent is
+    stable for steps up to twice the inverse of the true one.
+
+    Parameters
+    ----------
+    matrix : TrainingMatrix
+    sample_weight : ndarray of shape (n_samples,)
+    extra_column : bool, default=False
+        Whether ``A`` has a column of ones (the intercept) after those of ``matrix``.
+    seed : int, default=0
+        Seeds the start vector of Lanczos, so that a fit is repeatable.
+
+    Returns
+    -------
+    float
     """
     n_columns = matrix.shape[1] + int(extra_column)
-    vector = np.random.default_rng(seed).standard_normal(n_columns)
-    value = 0.0
-    for _ in range(n_steps):
-        norm = np.linalg.norm(vector)
-        if norm == 0:
-            break
-        vector = vector / norm
-        image = matrix.matmul(vector[: matrix.shape[1]])
+    if n_columns == 0:
+        return 0.0
+    if matrix.offset is None and n_columns <= get_config()["curvature_gram_max_columns"]:
+        return _largest_eigenvalue(_bordered_gram(matrix, sample_weight, extra_column))
+    operator = _weighted_normal_operator(matrix, sample_weight, extra_column)
+    if n_columns < 2:  # ARPACK needs more columns than eigenvalues; 1 x 1 is one product
+        return _largest_eigenvalue(operator.matmat(np.eye(n_columns)))
+    # Lanczos starts in the operator's range, from a random vector: where that image is
+    # zero, the operator is (almost surely) zero, which ARPACK refuses to start from.
+    start = operator.matvec(np.random.default_rng(seed).standard_normal(n_columns))
+    if not start.any():
+        return 0.0
+    (value,) = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", v0=start,
+                                         return_eigenvectors=False)
+    return float(value)
+
+
+def _largest_eigenvalue(symmetric):
+    """The largest eigenvalue of a symmetric matrix, alone (LAPACK computes no other)."""
+    last = symmetric.shape[0] - 1
+    return float(scipy.linalg.eigh(symmetric, eigvals_only=True,
+                                   subset_by_index=[last, last])[0])
+
+
+def _bordered_gram(matrix, sample_weight, extra_column):
+    """``A.T diag(w) A`` for ``A = X`` or ``[X, 1]``: the gram bordered by the column sums."""
+    weights = _unless_unit(sample_weight)
+    gram = matrix.gram(weights)
+    if not extra_column:
+        return gram
+    sums = matrix.column_sums(weights)[:, None]
+    return np.block([[gram, sums], [sums.T, np.array([[sample_weight.sum()]])]])
+
+
+def _weighted_normal_operator(matrix, sample_weight, extra_column):
+    """``v -> A.T diag(w) A v`` as a LinearOperator, through the products of ``matrix``."""
+    n_features = matrix.shape[1]
+
+    def apply(vector):
+        vector = np.ravel(vector)
+        image = matrix.matmul(vector[:n_features])
         if extra_column:
             image = image + vector[-1]
         image = sample_weight * image
-        new = matrix.rmatmul(image[:, None])[:, 0]
-        if extra_column:
-            new = np.append(new, image.sum())
-        value = float(vector @ new)
-        vector = new
-    return 1.1 * value
+        out = matrix.rmatmul(image)
+        return np.append(out, image.sum()) if extra_column else out
+
+    n_columns = n_features + int(extra_column)
+    return scipy.sparse.linalg.LinearOperator((n_columns, n_columns), matvec=apply,
+                                              dtype=np.float64)
 
 
 def gradient_descent(gradient, coef, learning_rate, max_iter, tol, progress=None):
@@ -379,46 +439,6 @@ class LeastSquaresRegressorMixin:
         tags.input_tags.sparse = True
         tags.target_tags.multi_output = True
         return tags
-
-
-def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, gd, max_iter, rcond=0.0,
-                      backend):
-    """The body of a least-squares ``fit`` after validation: dispatch, solve, set ``coef_``.
-
-    Closed form from the gram, or gradient descent when ``gd``; ``backend`` is what the fit's
-    body got from :func:`~sklearn_ilargi.base.falls_back_to_cpu`.
-
-    Returns
-    -------
-    coef, x_mean, y_mean : ndarray
-        As :func:`least_squares_closed_form` returns them.
-    n_iter : int
-    rank : int or None
-        The rank of the (centered) gram for the closed form, None for gradient descent.
-    """
-    name = type(estimator).__name__
-    if gd:
-        iterations = expected_iterations(max_iter, estimator.tol)
-        # The power iteration of learning_rate="auto" adds 30 products each way.
-        profile = OperationProfile(matmul=iterations + 30, rmatmul=iterations + 31,
-                                   width=y2.shape[1], iterations=iterations,
-                                   max_iter=max_iter, name=name)
-        matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
-        with IterationProgress(estimator.verbose, max_iter, name) as progress:
-            coef, x_mean, y_mean, n_iter = least_squares_gd(
-                matrix, y2, sample_weight, alpha, estimator.fit_intercept,
-                learning_rate=estimator.learning_rate, max_iter=max_iter, tol=estimator.tol,
-                progress=progress,
-            )
-        rank = None
-    else:
-        profile = OperationProfile(gram=1, rmatmul=2, width=y2.shape[1], name=name)
-        matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
-        coef, x_mean, y_mean, rank = least_squares_closed_form(
-            matrix, y2, sample_weight, alpha, estimator.fit_intercept, rcond=rcond
-        )
-        n_iter = 1
-    return coef, x_mean, y_mean, n_iter, rank
 
 
 def set_linear_attributes(estimator, coef, x_mean, y_mean, fit_intercept, y_ndim):

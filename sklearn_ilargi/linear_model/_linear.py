@@ -11,9 +11,9 @@ from ._base import (
     SHARED_CONSTRAINTS,
     LeastSquaresRegressorMixin,
     check_fit_input,
-    fit_least_squares,
     set_linear_attributes,
 )
+from ._least_squares import fit_least_squares
 
 
 class FactorizedLinearRegression(
@@ -23,9 +23,11 @@ class FactorizedLinearRegression(
 
     The counterpart of :class:`sklearn.linear_model.LinearRegression`: it minimizes
     ``||sqrt(sample_weight) * (y - X @ coef - intercept)||^2``. The closed form solves the
-    small ``c x c`` normal equations built from the factorized gram, centered algebraically
-    for the intercept; where ``X`` is rank deficient it returns the minimum-norm solution, like
-    ``scipy.linalg.lstsq``. Plain numpy or scipy.sparse input takes the ordinary path.
+    ``c x c`` normal equations built from the factorized gram; where ``X`` is rank deficient
+    it returns the minimum-norm solution, like ``scipy.linalg.lstsq``. Where ``X`` is too wide
+    for a dense gram (one-hot dimensions of many ids), LSQR over the products ``X @ v`` and
+    ``X.T @ r`` solves it instead, as scikit-learn's ``LinearRegression`` does on sparse
+    input. Plain numpy or scipy.sparse input takes the ordinary path.
 
     Parameters
     ----------
@@ -34,20 +36,28 @@ class FactorizedLinearRegression(
     tol : float, default=1e-6
         Closed form: singular values of the centered ``X`` below ``tol`` times the largest
         count as zero, as scikit-learn's ``LinearRegression`` does (it passes ``tol`` to
-        ``scipy.linalg.lstsq`` as ``cond``). ``solver="gd"``: stop once the gradient's norm
-        falls below ``tol`` times its initial norm.
-    solver : {"auto", "lstsq", "gd"}, default="auto"
-        ``"lstsq"`` (and ``"auto"``): exact minimum-norm least squares from the gram.
+        ``scipy.linalg.lstsq`` as ``cond``). ``solver="lsqr"``: its ``atol`` and ``btol``, as
+        scikit-learn's on sparse input. ``solver="gd"``: stop once the gradient's norm falls
+        below ``tol`` times its initial norm.
+    solver : {"auto", "lstsq", "lsqr", "gd"}, default="auto"
+        ``"lstsq"``: exact minimum-norm least squares from the dense gram.
+        ``"lsqr"``: :func:`scipy.sparse.linalg.lsqr` over the products ``X @ v`` and
+        ``X.T @ r`` of the centered (and weighted) ``X``, one solve per target, which never
+        forms the gram; started at 0, it converges to the minimum-norm solution.
+        ``"auto"``: ``"lstsq"`` where ``X`` has at most ``closed_form_max_columns`` columns (a
+        setting) and the gram fits in memory, else ``"lsqr"``.
         ``"gd"``: batch gradient descent through ``X @ w`` and ``X.T @ r``.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is ``1 / L`` with ``L`` the curvature,
-        estimated by power iteration. A step so large that the gradient grows stops the
-        descent with a ``ConvergenceWarning`` (see
+        the largest eigenvalue of the weighted gram (see
+        :func:`~sklearn_ilargi.linear_model._base.top_eigenvalue`). A step so large that the
+        gradient grows stops the descent with a ``ConvergenceWarning`` (see
         :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
-    max_iter : int, default=1000
-        Most iterations of ``solver="gd"``.
+    max_iter : int, default=None
+        Most iterations of ``solver="gd"`` (1000 when None) and of each target's
+        ``solver="lsqr"`` (scipy's ``2 * n_features`` when None, as scikit-learn's).
     verbose : int, default=0
-        ``solver="gd"``: report every iteration with an estimate of the time left (through
+        ``solver="gd"`` and ``"lsqr"``: report every iteration with an estimate of the time left (through
         tqdm where it is installed). 0 defers to the ``verbose`` setting.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
         Whether to train on the sources or on the joined matrix; "auto" lets the
@@ -61,10 +71,12 @@ class FactorizedLinearRegression(
         Coefficients of the features, one row per target for a 2-D ``y``.
     intercept_ : float or ndarray of shape (n_targets,)
         The intercept; 0 with ``fit_intercept=False``.
-    rank_ : int
-        Rank of the (centered) training matrix; only with the closed form.
+    rank_ : int or None
+        Rank of the (centered) training matrix with the closed form; None with the
+        iterative solvers.
     n_iter_ : int
-        Iterations of ``solver="gd"``; 1 for the closed form (one direct solve).
+        Iterations of the iterative solver (the most over the targets for
+        ``solver="lsqr"``); 1 for the closed form (one direct solve).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -99,12 +111,12 @@ class FactorizedLinearRegression(
 
     _parameter_constraints: dict = {
         **SHARED_CONSTRAINTS,
-        "solver": [StrOptions({"auto", "lstsq", "gd"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "solver": [StrOptions({"auto", "lstsq", "lsqr", "gd"})],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, *, fit_intercept=True, tol=1e-6, solver="auto", learning_rate="auto",
-                 max_iter=1000, verbose=0, strategy="auto", backend="auto"):
+                 max_iter=None, verbose=0, strategy="auto", backend="auto"):
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.solver = solver
@@ -139,9 +151,11 @@ class FactorizedLinearRegression(
     def _fit(self, X, y, sample_weight, *, backend):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
-        coef, x_mean, y_mean, self.n_iter_, self.rank_ = fit_least_squares(
-            self, X, y2, sample_weight, np.zeros(y2.shape[1]), gd=self.solver == "gd",
+        solvers = ("lstsq", "lsqr") if self.solver == "auto" else (self.solver,)
+        coef, x_mean, y_mean, n_iter, self.rank_ = fit_least_squares(
+            self, X, y2, sample_weight, np.zeros(y2.shape[1]), solvers=solvers,
             max_iter=self.max_iter, rcond=self.tol, backend=backend,
         )
+        self.n_iter_ = int(n_iter.max())
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self

@@ -16,7 +16,12 @@ from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, one_blas_thread
 from ..utils._progress import IterationProgress
-from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
+from ..utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _fit_context,
+    _openmp_effective_n_threads,
+)
 from ._base import (
     SHARED_CONSTRAINTS,
     check_fit_input,
@@ -53,8 +58,9 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         ``"lbfgs"``: scipy's L-BFGS-B. ``"gd"``: batch gradient descent.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is the inverse of an upper bound of the
-        curvature, from power iteration. A step so large that the gradient grows stops the
-        descent with a ``ConvergenceWarning`` (see
+        curvature, from the largest eigenvalue of the weighted gram of ``[X, 1]`` (see
+        :func:`~sklearn_ilargi.linear_model._base.top_eigenvalue`). A step so large that the
+        gradient grows stops the descent with a ``ConvergenceWarning`` (see
         :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
     verbose : int, default=0
         Report every iteration of the solver with an estimate of the time left (through
@@ -175,14 +181,15 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
                                    classes=len(classes), name=type(self).__name__)
         matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
         l2 = 0.0 if np.isinf(self.C) else 1.0 / (self.C * sample_weight.sum())
-        loss = LogisticLoss(matrix, y_index, len(classes), sample_weight,
-                            self.fit_intercept, l2)
-        start = self._initial_coef(loss)
-        # Below ``one_thread_cells`` the solver runs on one BLAS thread: it alternates
-        # matrix-vector products with its own small steps, and with more threads each product
-        # pays for waking the others, more than they bring at that size
-        # (``benchmarks/estimators.py`` times the fits).
+        # Below ``one_thread_cells`` the solver runs on one BLAS thread, and the pointwise
+        # loss on one OpenMP thread: it alternates matrix-vector products with its own small
+        # steps, and with more threads each product pays for waking the others, more than
+        # they bring at that size (``benchmarks/estimators.py`` times the fits).
         small = X.shape[0] * X.shape[1] < get_config()["one_thread_cells"]
+        n_threads = 1 if small else _openmp_effective_n_threads()
+        loss = LogisticLoss(matrix, y_index, len(classes), sample_weight,
+                            self.fit_intercept, l2, n_threads=n_threads)
+        start = self._initial_coef(loss)
         progress = IterationProgress(self.verbose, self.max_iter, type(self).__name__)
         with one_blas_thread(small), progress:
             if self.solver == "gd":

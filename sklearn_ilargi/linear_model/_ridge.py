@@ -11,9 +11,9 @@ from ._base import (
     SHARED_CONSTRAINTS,
     LeastSquaresRegressorMixin,
     check_fit_input,
-    fit_least_squares,
     set_linear_attributes,
 )
+from ._least_squares import fit_least_squares
 
 
 class FactorizedRidge(
@@ -23,9 +23,11 @@ class FactorizedRidge(
 
     The counterpart of :class:`sklearn.linear_model.Ridge`: it minimizes
     ``||sqrt(sample_weight) * (y - X @ coef - intercept)||^2 + alpha * ||coef||^2``. The
-    default solver is exact: a Cholesky solve of the ``c x c`` system ``G + alpha I`` where
-    ``G`` is the factorized gram, centered algebraically for the intercept. Plain numpy or
-    scipy.sparse input takes the ordinary path.
+    default solver is exact where ``X`` is narrow: a Cholesky solve of the ``c x c`` system
+    ``G + alpha I`` where ``G`` is the factorized, centered gram. Where ``X`` is too wide for
+    a dense gram (one-hot dimensions of many ids), conjugate gradients over the products
+    ``X @ v`` and ``X.T @ r`` solve it instead, as scikit-learn's ``Ridge`` does on sparse
+    input. Plain numpy or scipy.sparse input takes the ordinary path.
 
     Parameters
     ----------
@@ -35,20 +37,31 @@ class FactorizedRidge(
     fit_intercept : bool, default=True
         Whether to fit an (unpenalized) intercept, through centering, which stays factorized.
     max_iter : int, default=None
-        Most iterations of ``solver="gd"`` (1000 when None).
+        Most iterations of ``solver="gd"`` (1000 when None), and of each target's
+        ``"lsqr"`` and ``"sparse_cg"`` solve (scipy's defaults when None, as scikit-learn's).
     tol : float, default=1e-4
-        Stopping tolerance of ``solver="gd"``: stop once the gradient's norm falls below
-        ``tol`` times its initial norm.
-    solver : {"auto", "cholesky", "gd"}, default="auto"
-        ``"cholesky"`` (and ``"auto"``): exact, from the gram. ``"gd"``: batch gradient
-        descent through ``X @ w`` and ``X.T @ r``.
+        ``solver="lsqr"``: its ``atol`` and ``btol``; ``"sparse_cg"``: the relative
+        tolerance of conjugate gradients (both as scikit-learn's). ``solver="gd"``: stop once
+        the gradient's norm falls below ``tol`` times its initial norm.
+    solver : {"auto", "cholesky", "lsqr", "sparse_cg", "gd"}, default="auto"
+        ``"cholesky"``: exact, from the dense gram.
+        ``"lsqr"``: :func:`scipy.sparse.linalg.lsqr` with ``damp = sqrt(alpha)`` over the
+        products ``X @ v`` and ``X.T @ r`` of the centered (and weighted) ``X``.
+        ``"sparse_cg"``: conjugate gradients over the same products, on the normal equations
+        (or, where ``X`` has more columns than rows, on the kernel system), as
+        scikit-learn's. Neither forms the gram; each target is one solve.
+        ``"auto"``: ``"cholesky"`` where ``X`` has at most ``closed_form_max_columns``
+        columns (a setting) and the gram fits in memory, else ``"sparse_cg"``
+        (scikit-learn's choice for sparse input).
+        ``"gd"``: batch gradient descent through ``X @ w`` and ``X.T @ r``.
     learning_rate : "auto" or float, default="auto"
         Step size of ``solver="gd"``; ``"auto"`` is ``1 / L`` with ``L`` the curvature,
-        estimated by power iteration. A step so large that the gradient grows stops the
-        descent with a ``ConvergenceWarning`` (see
+        the largest eigenvalue of the weighted gram (see
+        :func:`~sklearn_ilargi.linear_model._base.top_eigenvalue`). A step so large that the
+        gradient grows stops the descent with a ``ConvergenceWarning`` (see
         :func:`~sklearn_ilargi.linear_model._base.gradient_descent`).
     verbose : int, default=0
-        ``solver="gd"``: report every iteration with an estimate of the time left (through
+        The iterative solvers: report every iteration with an estimate of the time left (through
         tqdm where it is installed). 0 defers to the ``verbose`` setting.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
         Whether to train on the sources or on the joined matrix; "auto" lets the
@@ -63,7 +76,8 @@ class FactorizedRidge(
     intercept_ : float or ndarray of shape (n_targets,)
         The intercept; 0 with ``fit_intercept=False``.
     n_iter_ : ndarray of shape (n_targets,)
-        Iterations of ``solver="gd"``; 1 for the closed form (one direct solve).
+        Iterations of each target's solve with the iterative solvers; 1 for the closed
+        form (one direct solve).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -100,7 +114,7 @@ class FactorizedRidge(
         **SHARED_CONSTRAINTS,
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "solver": [StrOptions({"auto", "cholesky", "gd"})],
+        "solver": [StrOptions({"auto", "cholesky", "lsqr", "sparse_cg", "gd"})],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=None, tol=1e-4,
@@ -142,12 +156,11 @@ class FactorizedRidge(
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
         y2 = y.reshape(len(y), -1)
         alpha = _check_alpha(self.alpha, y2.shape[1])
-        max_iter = 1000 if self.max_iter is None else self.max_iter
-        coef, x_mean, y_mean, n_iter, _ = fit_least_squares(
-            self, X, y2, sample_weight, alpha, gd=self.solver == "gd", max_iter=max_iter,
+        solvers = ("cholesky", "sparse_cg") if self.solver == "auto" else (self.solver,)
+        coef, x_mean, y_mean, self.n_iter_, _ = fit_least_squares(
+            self, X, y2, sample_weight, alpha, solvers=solvers, max_iter=self.max_iter,
             backend=backend,
         )
-        self.n_iter_ = np.full(y2.shape[1], n_iter, dtype=np.int32)
         set_linear_attributes(self, coef, x_mean, y_mean, self.fit_intercept, y.ndim)
         return self
 

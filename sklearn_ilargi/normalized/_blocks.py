@@ -86,7 +86,8 @@ def gather_thin_sources(blocks, n_target, backend):
 
     - sparse sources whose rows, gathered, hold fewer than ``gathered_values_per_row`` values
       per target row (a setting) (all the blocks of their row map sparse): added into one CSR block;
-    - dense sources of one column alone on their row map: side by side in one dense block.
+    - dense sources of one column alone on their row map, whose column no other dense block
+      fills: side by side in one dense block.
 
     One product then replaces a product, a gather and a scatter per source. Blocks are
     disjoint, so adding gathered sources places each value in its own cell.
@@ -116,6 +117,7 @@ def gather_thin_sources(blocks, n_target, backend):
                 sparse.extend(group)
         elif len(group) == 1 and group[0].source.shape[1] == 1:
             dense.extend(group)
+    dense = _sharing_no_dense_column(dense, blocks)
     identity = next((b.row_map for b in blocks if b.row_map.is_identity),
                     RowMap.identity(n_target))
     merged = {}
@@ -125,6 +127,18 @@ def gather_thin_sources(blocks, n_target, backend):
         merged[id(dense[0])] = _stacked_gathered(dense, identity, backend)
     thin = {id(b) for b in sparse + dense}
     return [merged.get(id(b), b) for b in blocks if id(b) not in thin or id(b) in merged]
+
+
+def _sharing_no_dense_column(candidates, blocks):
+    """The one-column dense ``candidates`` whose column no other dense block fills.
+
+    Gathered, such a block's zeros would stand for the other block's rows too: a shift added
+    into its source (see ``_shift.py``) would land there as well.
+    """
+    stacked = {id(b) for b in candidates}
+    taken = {int(c) for b in blocks if id(b) not in stacked and not sp.issparse(b.source)
+             for c in b.columns}
+    return [b for b in candidates if int(b.columns[0]) not in taken]
 
 
 def _added_gathered(blocks, identity, backend):

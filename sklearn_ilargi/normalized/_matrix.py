@@ -19,6 +19,7 @@ from ._parse import (
     result_dtype,
     source_name,
 )
+from ._shift import shift_into_sources
 from ._storage import storage_layout
 
 
@@ -233,6 +234,43 @@ class NormalizedMatrix:
             return unshifted
         shift = self._per_column(self._column_operand(shift, "with_shift"))
         return unshifted._shifted(shift, "with_shift")
+
+    def with_shift_in_sources(self):
+        """The same matrix with its shift added into its dense sources.
+
+        A shift kept as a rank-one term costs the digits of every column whose shift is
+        large against its spread in each product that squares the matrix (the gram, the row
+        norms): centering a column of 1e7 +- 1 by its mean that way loses all of them. Added
+        into copies of the dense sources, the shift becomes part of the values that the
+        products square. The rows that a dense source misses (left and outer joins) get the
+        shift from one more block each pattern of such rows. Sparse sources keep the
+        rank-one term, as scikit-learn does for sparse input. The gram and the row norms of
+        a shifted matrix take this form by themselves.
+
+        Returns
+        -------
+        NormalizedMatrix
+            Equal in every cell; this matrix itself when no dense source takes a shift.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ilargi import NormalizedMatrix
+        >>> fact = np.array([[1e7 + 1], [1e7 - 1], [1e7]])
+        >>> dim = np.array([[2.0, 4.0], [6.0, 8.0]])
+        >>> nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, -1, 1]])
+        >>> centered = (nm - nm.mean(axis=0)).with_shift_in_sources()
+        >>> centered  # the fact table, the dimension, and the shift of its missing row
+        NormalizedMatrix(shape=(3, 3), dtype=float64, blocks=3, device='cpu')
+        >>> centered.gram().round(6)
+        array([[ 2.      ,  2.      ,  4.      ],
+               [ 2.      , 18.666667, 24.      ],
+               [ 4.      , 24.      , 32.      ]])
+        """
+        if self.shift is None:
+            return self
+        blocks, residual = shift_into_sources(self.blocks, self.shift, self.backend)
+        return self if blocks is self.blocks else self._like(blocks, shift=residual)
 
     # ------------------------------------------------------------------ basic properties
     @property

@@ -5,6 +5,7 @@ Written once against the backend primitives; each function takes the blocks, the
 except in :func:`materialize`.
 """
 
+from ._centering import centered, centered_gram, column_sums_of_squares
 from ._products import (
     column_extremes,
     column_sums,
@@ -17,15 +18,28 @@ from ._products import (
     row_sums,
     row_sums_of_squares,
 )
+from ._sliced import (
+    argmin_of_matrix_product,
+    argmin_of_product,
+    matrix_product_slices,
+    product_slices,
+)
 
 __all__ = [
+    "argmin_of_matrix_product",
+    "argmin_of_product",
+    "centered",
+    "centered_gram",
     "column_extremes",
     "column_sums",
+    "column_sums_of_squares",
     "cross_product",
     "gram",
     "group_sums",
     "materialize",
     "matmul",
+    "matrix_product_slices",
+    "product_slices",
     "rmatmul",
     "row_sums",
     "row_sums_of_squares",

@@ -7,6 +7,8 @@ function per partition and add (or stack) the results. Column bookkeeping (which
 columns a block fills) is host-side numpy; the arrays themselves stay on the backend.
 """
 
+import itertools
+
 import numpy as np
 
 from .._config import get_config
@@ -83,12 +85,14 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
     be = nm.backend
     out = be.xp.zeros((nm.shape[1], n_groups), dtype=nm.dtype)
 
-    def counts(group):
-        return be.group_counts(group[0].row_map, labels, n_groups, sample_weight, nm.dtype)
+    def sums(group):
+        counts = be.group_counts(group[0].row_map, labels, n_groups, sample_weight, nm.dtype)
+        with be.one_thread(_small(group)):
+            return [be.dot(block.source.T, counts) for block in group]
 
-    for group, summed in _per_group(nm, counts):
-        for block in group:
-            out[block.columns] += be.dot(block.source.T, summed)
+    for group, summed in _per_group(nm, sums):
+        for block, block_sums in zip(group, summed):
+            out[block.columns] += block_sums
     if nm.shift is not None:
         totals = be.xp.bincount(be.xp.asarray(labels), weights=sample_weight, minlength=n_groups)
         out += be.xp.multiply.outer(nm.shift, totals.astype(nm.dtype))
@@ -125,7 +129,13 @@ def row_sums(nm):
 
 
 def row_sums_of_squares(nm):
-    """Squared Euclidean norm of each row of ``T``."""
+    """Squared Euclidean norm of each row of ``T``.
+
+    A shift is first added into the dense sources (``nm.with_shift_in_sources()``), so that
+    a centered matrix's norms keep the digits of columns whose mean is large against their
+    spread; what is left of it (on sparse columns) is a rank-one correction.
+    """
+    nm = nm.with_shift_in_sources()
     be = nm.backend
     out = be.xp.zeros(nm.shape[0], dtype=nm.dtype)
     for group in _groups(nm.blocks):
@@ -200,23 +210,54 @@ def gram(nm, sample_weight=None):
     The fact table and the narrow blocks are joined a slice of rows at a time and multiplied
     by BLAS (Morpheus' "gather" side: their pairs cost little more than reading them); every
     other block stays factorized, paired with the joined slices by a scatter and with each
-    other through their row maps.
+    other through their row maps. Where those products are small (:func:`_small`), they run
+    on one BLAS thread, beside the threads of the joined slices.
+
+    A shift is first added into the dense sources (``nm.with_shift_in_sources()``): a
+    rank-one correction of the gram, ``T^T T + s (1^T T) + ...``, would cancel the digits of
+    every column whose shift is large against its spread. What is left of it (on sparse
+    columns, where the mean is small against the spread) is corrected by rank-one terms.
     """
+    nm = nm.with_shift_in_sources()
     be = nm.backend
-    out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
     joined = _blocks_to_join(be, nm.blocks)
     apart = [b for b in nm.blocks if not any(b is j for j in joined)]
-    if joined:
-        _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out)
-    for i, a in enumerate(apart):
-        weights = _row_weights(be, a.row_map, sample_weight, nm.dtype)
-        _add(out, a.columns, a.columns, be.weighted_gram(a.source, weights))
-        for b in apart[i + 1:]:
-            cross = _cross_gram(be, a, b, sample_weight, nm.dtype)
-            _add(out, a.columns, b.columns, cross)
-            _add(out, b.columns, a.columns, cross.T)
-    _add_shift_terms(out, nm, nm, sample_weight)
+    small = _small(apart)
+
+    def of_joined():
+        return _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small)
+
+    def of_apart():
+        with be.one_thread(small):
+            return _terms_apart(be, apart, sample_weight, nm.dtype)
+
+    # Small products of the apart blocks run beside the joined slices' threads, not after.
+    beside = (small and bool(joined and apart)
+              and nm.shape[0] >= get_config()["parallel_slice_rows"])
+    tasks = [of_joined, of_apart] if joined else [of_apart]
+    terms = be.map_in_threads(_call, tasks) if beside else [task() for task in tasks]
+    out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
+    for rows, columns, values in itertools.chain.from_iterable(terms):
+        _add(out, rows, columns, values)
+    with be.one_thread(small):
+        _add_shift_terms(out, nm, nm, sample_weight)
     return out
+
+
+def _call(task):
+    return task()
+
+
+def _terms_apart(be, apart, sample_weight, dtype):
+    """The gram's terms ``(rows, columns, values)`` of every pair among ``apart``."""
+    terms = []
+    for i, a in enumerate(apart):
+        weights = _row_weights(be, a.row_map, sample_weight, dtype)
+        terms.append((a.columns, a.columns, be.weighted_gram(a.source, weights)))
+        for b in apart[i + 1:]:
+            cross = _cross_gram(be, a, b, sample_weight, dtype)
+            terms += [(a.columns, b.columns, cross), (b.columns, a.columns, cross.T)]
+    return terms
 
 
 def cross_product(a, b, sample_weight=None):
@@ -226,8 +267,12 @@ def cross_product(a, b, sample_weight=None):
     Each block of ``A`` pairs with each block of ``B`` as two blocks of one matrix pair in the
     gram (:func:`_cross_gram`: through a shared row map, a scatter onto the other's rows, or
     their co-occurrence), so neither matrix is joined. Row maps that are equal in value count
-    as shared (``X[rows]`` taken twice gives two). The shifts add their rank-one terms.
+    as shared (``X[rows]`` taken twice gives two). The shifts go into the dense sources, as
+    in :func:`gram`, and what is left of them adds its rank-one terms.
     """
+    same = b is a
+    a = a.with_shift_in_sources()
+    b = a if same else b.with_shift_in_sources()
     be = a.backend
     dtype = np.result_type(a.dtype, b.dtype)
     out = be.xp.zeros((a.shape[1], b.shape[1]), dtype=dtype)
@@ -294,8 +339,9 @@ def _blocks_to_join(be, blocks):
     return sorted(chosen, key=lambda b: not b.row_map.is_identity)  # stable
 
 
-def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
-    """Add every pair among ``joined`` and between ``joined`` and ``apart`` to ``out``.
+def _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small):
+    """The gram's terms ``(rows, columns, values)`` of every pair among ``joined`` and
+    between ``joined`` and ``apart`` (whose products run on one BLAS thread if ``small``).
 
     A slice of target rows at a time, the joined blocks' rows (the fact table's, the others
     gathered) are put side by side, multiplied by BLAS and scattered into the ``apart``
@@ -336,19 +382,29 @@ def _gram_of_joined_slices(be, nm, joined, apart, sample_weight, out):
 
     def add_slice(start, stop, scratch, totals):
         Z = side_by_side(start, stop, scratch)
-        weighted = Z if sample_weight is None else be.scale_rows(Z, sample_weight[start:stop])
-        totals[0] += be.dot(Z.T, weighted)
+        weights = None if sample_weight is None else sample_weight[start:stop]
+        totals[0] += be.weighted_gram(Z, weights)
+        weighted = be.scale_rows(Z, weights) if apart else None
         for block, total in zip(apart, totals[1:]):
-            be.scatter_add_rows(weighted, block.row_map.rows_between(start, stop), out=total)
+            be.scatter_add_rows(weighted, _rows_between(block.row_map, start, stop), out=total)
 
     summed = _sum_over_slices(be, add_slice, zeros, nm.shape[0], width)
     if summed is None:
-        return
-    _add(out, columns, columns, summed[0])
-    for block, scattered in zip(apart, summed[1:]):
-        cross = be.dot(block.source.T, scattered)
-        _add(out, block.columns, columns, cross)
-        _add(out, columns, block.columns, cross.T)
+        return []
+    terms = [(columns, columns, summed[0])]
+    with be.one_thread(small):
+        for block, scattered in zip(apart, summed[1:]):
+            cross = be.dot(block.source.T, scattered)
+            terms += [(block.columns, columns, cross), (columns, block.columns, cross.T)]
+    return terms
+
+
+def _small(blocks):
+    """Whether the products of ``blocks`` are small enough for one BLAS thread: fewer than
+    ``one_thread_cells`` cells in all (a setting). Such products gain little from more
+    threads, and BLAS's idle threads would spin on the cores that the next threaded slices,
+    or single-threaded scatters, need."""
+    return sum(b.shape[0] * b.shape[1] for b in blocks) < get_config()["one_thread_cells"]
 
 
 def _sum_over_slices(be, add_slice, zeros, n_rows, n_columns):
@@ -357,7 +413,7 @@ def _sum_over_slices(be, add_slice, zeros, n_rows, n_columns):
     ``zeros()`` gives a thread its list of zero totals; ``add_slice(start, stop, scratch,
     totals)`` adds the contribution of rows ``start:stop`` to them. ``scratch`` is a dict of
     buffers it may keep for the thread's next slice (see :func:`_scratch`). The slices are
-    :func:`_slices`'. None when there are no rows.
+    those of :func:`_slices`. None when there are no rows.
     """
     slices = _slices(be, n_rows, n_columns)
     n_threads = max(1, min(be.threads(), len(slices)))
@@ -400,7 +456,15 @@ def _rows_of(be, block, start, stop, source=None, scratch=None, out=None):
         order = "F" if source.flags.f_contiguous and not source.flags.c_contiguous else "C"
         out = _scratch(be, scratch, id(block), (stop - start, source.shape[1]), source.dtype,
                        order=order)
-    return be.gather_rows(source, block.row_map.rows_between(start, stop), out=out)
+    return be.gather_rows(source, _rows_between(block.row_map, start, stop), out=out)
+
+
+def _rows_between(row_map, start, stop):
+    """The map of the target rows ``start:stop``, kept on ``row_map``: a product's slices
+    recur on every call, and so do the helpers that a backend keeps on each slice's map (its
+    indices as ``np.intp``, say), which a new map would derive again."""
+    return row_map.cached(("rows between", start, stop),
+                          lambda: row_map.rows_between(start, stop))
 
 
 def _scratch(be, scratch, key, shape, dtype, order="C"):
@@ -449,7 +513,8 @@ def _gather_scatter(be, block, row_map, sample_weight):
     def add_slice(start, stop, scratch, totals):
         gathered = _rows_of(be, block, start, stop, source, scratch)
         weights = None if sample_weight is None else sample_weight[start:stop]
-        be.scatter_add_rows(gathered, row_map.rows_between(start, stop), weights, out=totals[0])
+        be.scatter_add_rows(gathered, _rows_between(row_map, start, stop), weights,
+                            out=totals[0])
 
     summed = _sum_over_slices(be, add_slice, zeros, row_map.n_target, source.shape[1])
     return zeros()[0] if summed is None else summed[0]
@@ -480,8 +545,8 @@ def _cross_gram(be, a, b, sample_weight, dtype):
     config = get_config()
     small = n_a * n_b <= config["dense_cooccurrence_cells_per_row"] * n_rows
     if not small and min(c_a, c_b) <= config["gather_scatter_max_columns"]:
-        if _gather_scatter_cost(be, n_rows, c_b, n_a) <= _gather_scatter_cost(be, n_rows, c_a,
-                                                                             n_b):
+        if _gather_scatter_cost(be, n_rows, c_b, n_a) <= _gather_scatter_cost(
+                be, n_rows, c_a, n_b):
             return be.dot(a.source.T, _gather_scatter(be, b, a.row_map, sample_weight))
         return be.dot(_gather_scatter(be, a, b.row_map, sample_weight).T, b.source)
     co = be.cooccurrence(a.row_map, b.row_map, sample_weight, dtype, dense=small)  # n_a x n_b

@@ -5,21 +5,26 @@ from sklearn.preprocessing import StandardScaler
 from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils._sklearn_compat import _check_sample_weight, _get_output_config
+from ..utils._sklearn_compat import (
+    _check_sample_weight,
+    _get_output_config,
+    _handle_zeros_in_scale,
+    _is_constant_feature,
+)
 
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
 from ..utils import TrainingMatrix, is_normalized, validate_input
 
-_EPS = np.finfo(np.float64).eps
-
 
 class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
     """Standardize features by removing the mean and scaling to unit variance.
 
     The counterpart of :class:`sklearn.preprocessing.StandardScaler`, which it extends. On a
-    NormalizedMatrix the means and variances come from factorized column sums (no join), and
+    NormalizedMatrix the means come from factorized column sums and the variances from the
+    sources centered before they are squared, so a column whose mean is large against its
+    spread keeps its digits (no join), and
     :meth:`transform` returns a NormalizedMatrix again: the scaling is applied to each source
     column and the centering is kept as a rank-one offset, ``(X - mean_) / scale_``. So a
     ``Pipeline([scaler, model])`` stays factorized end to end. Plain numpy or scipy.sparse input
@@ -45,7 +50,8 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
     Attributes
     ----------
     scale_ : ndarray of shape (n_features,) or None
-        Per-feature scaling, ``sqrt(var_)`` with zeros (constant features) replaced by 1.
+        Per-feature scaling, ``sqrt(var_)``, with constant features (by scikit-learn's
+        rule) given 1.
     mean_ : ndarray of shape (n_features,) or None
         Mean of each feature; None with ``with_mean=False`` and ``with_std=False``.
     var_ : ndarray of shape (n_features,) or None
@@ -260,47 +266,24 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
 def _mean_and_sum_of_squares(X, weights):
     """Weighted column means and sums of squared deviations, over the sources.
 
-    The sum of squares is taken around a first estimate of the mean (``X - m0``, an exact
-    offset), which keeps the one-pass formula accurate when a column's mean is large against
-    its spread.
+    The deviations are those of the centered matrix (``TrainingMatrix.centered``: the mean
+    subtracted from the dense sources before they are squared, and given to the rows they
+    miss), so a column whose mean is large against its spread keeps its digits.
     """
     count = float(X.shape[0]) if weights is None else float(weights.sum())
     w = None if weights is None else weights.astype(X.dtype)
-    sums = TrainingMatrix(X).column_sums(w)
+    matrix = TrainingMatrix(X)
     if count == 0:
         return np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    mean = sums / count
-    return mean, np.maximum(_column_sums_of_squares(X, mean, w), 0.0)
-
-
-def _column_sums_of_squares(X, center, weights):
-    """``sum_i w_i (x_ij - center_j)^2`` per column, without joining.
-
-    With ``X = B + 1 shift^T`` (``B`` unshifted) and ``d = shift - center``, this is
-    ``colsum(w B^2) + 2 d colsum(w B) + sum(w) d^2``; ``B^2`` is squared source by source.
-    """
-    base = X.with_shift(None)
-    offset = -np.asarray(center, dtype=np.float64)
-    if X.shift is not None:
-        offset = offset + np.asarray(to_host(X.shift), dtype=np.float64)
-    squared = TrainingMatrix(base.apply(np.square, name="square")).column_sums(weights)
-    linear = TrainingMatrix(base).column_sums(weights)
-    total = float(X.shape[0]) if weights is None else float(weights.sum())
-    return squared + 2.0 * offset * linear + total * offset**2
+    mean = matrix.column_sums(w) / count
+    return mean, matrix.centered(mean).column_sums_of_squares(w)
 
 
 def _scale_from_variance(var, mean, n_samples):
-    """``sqrt(var)`` with (near-)constant features given a scale of 1, like scikit-learn.
-
-    The variance comes from sums of squares (one pass over the sources), whose rounding
-    error grows with ``mean**2`` rather than ``(n * mean * eps)**2`` as in scikit-learn's
-    two-pass bound: a constant column must not come out with a scale of ``1e-8``.
-    """
-    scale = np.sqrt(var)
-    upper = n_samples * _EPS * (var + mean**2)
-    constant = (var <= upper) | (scale < 10 * _EPS)
-    scale[constant] = 1.0
-    return scale
+    """``sqrt(var)`` with constant features given a scale of 1: scikit-learn's rule, which
+    counts as constant a variance within the rounding bound of its two-pass algorithm."""
+    constant = _is_constant_feature(var, mean, n_samples)
+    return _handle_zeros_in_scale(np.sqrt(var), copy=False, constant_mask=constant)
 
 
 __all__ = ["FactorizedStandardScaler"]

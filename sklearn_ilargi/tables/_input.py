@@ -41,8 +41,6 @@ NUMERIC, CATEGORICAL, DATE, OTHER = "numeric", "categorical", "date", "other"
 
 # float64 holds every integer up to 2**53 in magnitude and every power of ten up to 10**22
 _EXACT_INTEGER, _EXACT_POWER = 2 ** 53, 22
-# what polars exports strings as (pyarrow >= 16)
-_STRING_VIEW = pa.string_view() if hasattr(pa, "string_view") else None
 
 
 class InputTable:
@@ -79,7 +77,8 @@ class InputTable:
         self.n_rows = int(n_rows)
         if self.n_rows == 0:
             raise ValueError(f"Table {name!r} is empty (0 rows).")
-        self._cache = {}
+        self._cache = {}  # column -> Series
+        self._derived = {}  # ("kind" or "factorized", column) -> what was found
 
     def has(self, column):
         return column in self._labels
@@ -100,16 +99,24 @@ class InputTable:
         self._cache[column] = series
         return series
 
+    def kind(self, column):
+        """The kind of column ``column`` (see :func:`column_kind`), found once: an object
+        column's kind takes a pass over its values."""
+        key = ("kind", column)
+        if key not in self._derived:
+            self._derived[key] = column_kind(self.column(column))
+        return self._derived[key]
+
     def factorized(self, column):
         """Column ``column`` factorized: (codes, category names), computed once."""
         key = ("factorized", column)
-        if key not in self._cache:
-            self._cache[key] = factorize(self.column(column))
-        return self._cache[key]
+        if key not in self._derived:
+            self._derived[key] = factorize(self.column(column))
+        return self._derived[key]
 
     def release(self):
         """Forget the columns read so far (they are encoded by then)."""
-        self._cache = {}
+        self._cache, self._derived = {}, {}
 
 
 def _arrow_reader(data, name):
@@ -126,8 +133,8 @@ def _arrow_reader(data, name):
         parquet = pq.ParquetFile(data)
         return (lambda column: parquet.read(columns=[column]).column(0),
                 parquet.schema_arrow.names, parquet.metadata.num_rows)
-    if _from(data, "pyarrow") and hasattr(data, "to_table") and hasattr(data, "count_rows"):
-        return (lambda column: data.to_table(columns=[column]).column(0),  # a Dataset
+    if _is_dataset(data):
+        return (lambda column: data.to_table(columns=[column]).column(0),
                 data.schema.names, data.count_rows())
     table = _arrow_table(data, name)
     return table.column, table.column_names, table.num_rows
@@ -154,6 +161,16 @@ def _arrow_table(data, name):
 def _from(data, package):
     """Whether ``data``'s type comes from ``package`` (checked without importing it)."""
     return type(data).__module__.split(".")[0] == package
+
+
+def _is_dataset(data):
+    """Whether ``data`` is a ``pyarrow.dataset.Dataset`` (``pyarrow.dataset``, slow to import,
+    is imported only for what looks like one)."""
+    if not (_from(data, "pyarrow") and hasattr(data, "to_table")):
+        return False
+    import pyarrow.dataset as ds
+
+    return isinstance(data, ds.Dataset)
 
 
 def _arrow_to_series(array):
@@ -256,7 +273,7 @@ def _arrow_kind(arrow_type):
         return DATE
     if pat.is_string(arrow_type) or pat.is_large_string(arrow_type) or pat.is_dictionary(
         arrow_type
-    ) or arrow_type == _STRING_VIEW:
+    ):
         return CATEGORICAL
     return OTHER
 
@@ -293,7 +310,7 @@ def _object_floats(series, where):
     ``Decimal`` an infinity, and refuses such a Python integer).
     """
     try:
-        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = _floats_of_objects(series)
     except OverflowError:
         values = None
     if values is None or np.isinf(values).any():
@@ -304,6 +321,15 @@ def _object_floats(series, where):
                 "range (magnitudes up to about 1.8e308)."
             )
     return values
+
+
+def _floats_of_objects(series):
+    """``float`` of each value, NaN where null; nulls are looked for (a pass of its own) only
+    once a value turns out not to be a number."""
+    try:
+        return np.asarray(series.to_numpy(), dtype=np.float64)
+    except TypeError:  # None or pd.NA, which float() refuses
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _out_of_range(value):

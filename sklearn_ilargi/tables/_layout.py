@@ -17,7 +17,7 @@ from ..normalized._parse import is_identity
 from ..normalized._storage import column_major, dense_enough
 from ..normalized._row_map import index_dtype
 from ._input import (
-    CATEGORICAL, DATE, NUMERIC, OTHER, column_kind, encode, numeric_values, stored_values)
+    CATEGORICAL, DATE, NUMERIC, OTHER, encode, numeric_values, stored_values)
 
 _CATEGORICAL_CHOICES = ("onehot", "drop", "error")
 
@@ -150,7 +150,7 @@ def _attribute_kind(node, column):
     kinds = {}
     for member in node.members:
         if member.has(column):
-            kind = column_kind(member.column(column))
+            kind = member.kind(column)
             kinds.setdefault(NUMERIC if kind == DATE else kind, []).append(member.name)
     if len(kinds) > 1:
         listed = "; ".join(f"{kind} in {members}" for kind, members in kinds.items())
@@ -177,7 +177,7 @@ def build_sources(nodes, node_maps, attributes, fill_value):
             row_map = _member_map(node_maps[i], node, m)
             dense = [c for c in used if placement[(i, c)][0] != CATEGORICAL]
             onehot = [c for c in used if placement[(i, c)][0] == CATEGORICAL]
-            numeric = [numeric_values(member.column(c), column_kind(member.column(c)),
+            numeric = [numeric_values(member.column(c), member.kind(c),
                                       fill_value, f"Table {member.name!r} column {c!r}")
                        for c in dense]
             # one block per table: its numeric and one-hot columns share one gather

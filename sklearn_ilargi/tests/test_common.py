@@ -22,11 +22,16 @@ def public_estimators():
 
 
 def iterative_variants():
-    """The gradient-descent solvers, which take another code path."""
+    """The iterative solvers (gradient descent, LSQR, conjugate gradients, the truncated
+    SVDs), which take other code paths."""
     return [
         sklearn_ilargi.FactorizedLinearRegression(solver="gd"),
+        sklearn_ilargi.FactorizedLinearRegression(solver="lsqr"),
         sklearn_ilargi.FactorizedRidge(solver="gd"),
+        sklearn_ilargi.FactorizedRidge(solver="lsqr"),
+        sklearn_ilargi.FactorizedRidge(solver="sparse_cg"),
         sklearn_ilargi.FactorizedLogisticRegression(solver="gd"),
+        sklearn_ilargi.FactorizedPCA(svd_solver="randomized", random_state=0),
     ]
 
 

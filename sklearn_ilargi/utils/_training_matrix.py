@@ -10,6 +10,7 @@ solver is written once, in numpy, for every path.
 
 import numpy as np
 
+from .. import ops
 from ..backend import backend_of, to_numpy
 from ..normalized._row_map import RowMap
 from ._validation import is_normalized
@@ -43,10 +44,12 @@ class TrainingMatrix:
     operand's dtype sets the precision (float32 data times a float64 operand runs in
     float64). The reductions (gram, sums, norms, mean, minimum) come back as float64.
 
-    The offset corrects every result that is linear in ``X``. The gram and the row norms,
-    which square ``X``, refuse it: corrected by a rank-one term, a square loses the digits of
-    a column whose mean is large against its spread, so how to center those is the solver's
-    choice.
+    The offset corrects every result that is linear in ``X``. The squares (gram, row norms,
+    column sums of squares) take it only for a sparse ``X``, by rank-one terms, as
+    scikit-learn centers sparse input: corrected that way, a square loses the digits of a
+    column whose mean is large against its spread. :meth:`centered` centers dense data
+    itself instead (for a NormalizedMatrix, its dense sources), and its squares keep every
+    digit.
 
     Examples
     --------
@@ -109,6 +112,64 @@ class TrainingMatrix:
             out = out - np.multiply.outer(self.offset, R.sum(axis=0))
         return out
 
+    def argmin_of_product(self, W, bias):
+        """For each row of ``(X - 1 offset^T) @ W + bias``: the column of its smallest entry
+        and that entry.
+
+        A slice of rows at a time (:func:`sklearn_ilargi.ops.argmin_of_product`): the
+        ``n_samples x p`` product is never held. ``W`` and ``bias`` take ``X``'s dtype.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, p)
+        bias : ndarray of shape (p,)
+
+        Returns
+        -------
+        columns : ndarray of int32 of shape (n_samples,)
+            The column of each row's smallest entry, the first one on ties.
+        smallest : ndarray of float64 of shape (n_samples,)
+            That entry.
+        """
+        W_here, bias_here = self._product_operands(W, bias)
+        if is_normalized(self.X):
+            columns, smallest = ops.argmin_of_product(self.X, W_here, bias_here)
+        else:
+            columns, smallest = ops.argmin_of_matrix_product(self._backend, self.X, W_here,
+                                                             bias_here)
+        return to_numpy(columns), self._host(smallest)
+
+    def product_slices(self, W, bias):
+        """``(start, stop, ((X - 1 offset^T)[start:stop] @ W + bias).T)`` for consecutive
+        slices of rows, each small enough to stay in the cache while it is reduced
+        (:func:`sklearn_ilargi.ops.product_slices`). ``W`` and ``bias`` take ``X``'s dtype.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, p)
+        bias : ndarray of shape (p,)
+
+        Yields
+        ------
+        start, stop : int
+        values : ndarray of float64 of shape (p, stop - start)
+            Overwritten by the next slice on the CPU: reduce it before asking for the next.
+        """
+        W_here, bias_here = self._product_operands(W, bias)
+        if is_normalized(self.X):
+            slices = ops.product_slices(self.X, W_here, bias_here)
+        else:
+            slices = ops.matrix_product_slices(self._backend, self.X, W_here, bias_here)
+        for start, stop, values in slices:
+            yield start, stop, self._host(values)
+
+    def _product_operands(self, W, bias):
+        """``W`` and the bias, with the offset's term, in ``X``'s dtype on its device."""
+        if self.offset is not None:
+            bias = bias - self.offset @ W
+        return (self._backend.from_numpy(np.asarray(W, dtype=self.dtype)),
+                self._backend.from_numpy(np.asarray(bias, dtype=self.dtype)))
+
     # ------------------------------------------------------------------ reductions
     def column_sums(self, sample_weight=None):
         """``(X - 1 offset^T).T @ sample_weight``: plain column sums without weights.
@@ -163,7 +224,8 @@ class TrainingMatrix:
         return out
 
     def gram(self, sample_weight=None):
-        """``X.T @ diag(sample_weight) @ X``; not with an offset (see the notes).
+        """``(X - 1 offset^T).T @ diag(sample_weight) @ (X - 1 offset^T)``; an offset only
+        for a sparse ``X`` (see the notes).
 
         Parameters
         ----------
@@ -176,11 +238,90 @@ class TrainingMatrix:
         self._refuse_offset("gram")
         weights = self._on_device(sample_weight)
         if is_normalized(self.X):
-            return self._host(self.X.gram(weights))
-        return self._host(self._backend.weighted_gram(self.X, weights))
+            out = self._host(self.X.gram(weights))
+        else:
+            out = self._host(self._backend.weighted_gram(self.X, weights))
+        if self.offset is not None:
+            sums = TrainingMatrix(self.X).column_sums(sample_weight)
+            total = self.shape[0] if sample_weight is None else sample_weight.sum()
+            outer = np.multiply.outer
+            out += (total * outer(self.offset, self.offset) - outer(self.offset, sums)
+                    - outer(sums, self.offset))
+        return out
+
+    def centered(self, mean):
+        """``X - 1 offset^T - 1 mean^T``, centered where that keeps the digits.
+
+        A NormalizedMatrix has ``mean`` subtracted from its dense sources (a copy of each)
+        and keeps a rank-one term for its sparse ones
+        (``NormalizedMatrix.with_shift_in_sources``); a dense array is copied, centered, as
+        scikit-learn centers dense input; a sparse matrix, which centering would fill, takes
+        ``mean`` into its offset, as scikit-learn centers sparse input.
+
+        Parameters
+        ----------
+        mean : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        TrainingMatrix
+            Whose squares (:meth:`gram`, :meth:`row_norms_squared`,
+            :meth:`column_sums_of_squares`) and products keep the digits of columns whose
+            mean is large against their spread (on a sparse ``X``, scikit-learn's own).
+        """
+        mean = np.asarray(mean, dtype=np.float64)
+        if self.offset is not None:
+            mean = self.offset + mean
+        if is_normalized(self.X):
+            return TrainingMatrix(ops.centered(self.X, mean))
+        if self._backend.is_sparse(self.X):
+            return TrainingMatrix(self.X, mean)
+        return TrainingMatrix(self.X - self._backend.asarray(mean, dtype=self.dtype))
+
+    def centered_gram(self, mean, sample_weight=None):
+        """``(X - 1 mean^T).T @ diag(sample_weight) @ (X - 1 mean^T)``, centered as
+        :meth:`centered` centers (the offset counts into the mean).
+
+        Parameters
+        ----------
+        mean : ndarray of shape (n_features,)
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+        """
+        return self.centered(mean).gram(sample_weight)
+
+    def column_sums_of_squares(self, sample_weight=None):
+        """``((X - 1 offset^T) ** 2).T @ sample_weight``: each column's (weighted) sum of
+        squares; an offset only for a sparse ``X`` (see the notes).
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        self._refuse_offset("column sums of squares")
+        weights = self._on_device(sample_weight)
+        if is_normalized(self.X):
+            out = self._host(ops.column_sums_of_squares(self.X, weights))
+        else:
+            squares = self.X.multiply(self.X) if self._backend.is_sparse(self.X) else \
+                self.X * self.X
+            out = self._host(self._backend.column_sums(squares, weights))
+        if self.offset is not None:
+            sums = TrainingMatrix(self.X).column_sums(sample_weight)
+            total = self.shape[0] if sample_weight is None else sample_weight.sum()
+            out += self.offset * (total * self.offset - 2 * sums)
+        return out
 
     def row_norms_squared(self):
-        """Squared Euclidean norm of each row; not with an offset (see the notes).
+        """Squared Euclidean norm of each row of ``X - 1 offset^T``; an offset only for a
+        sparse ``X`` (see the notes).
 
         Computed once: later calls return the same array.
 
@@ -194,7 +335,11 @@ class TrainingMatrix:
                 norms = self.X.row_norms(squared=True)
             else:
                 norms = self._backend.row_sums_of_squares(self.X)
-            self._row_norms_squared = self._host(norms)
+            norms = self._host(norms)
+            if self.offset is not None:
+                norms += self.offset @ self.offset - 2 * TrainingMatrix(self.X).matmul(
+                    self.offset.astype(self.dtype))
+            self._row_norms_squared = norms
         return self._row_norms_squared
 
     def mean(self):
@@ -223,11 +368,25 @@ class TrainingMatrix:
         -------
         ndarray of shape (n_features,)
         """
-        lowest, highest = (self._host(self._backend.to_dense(extreme).ravel())
-                           for extreme in (self.X.min(axis=0), self.X.max(axis=0)))
+        lowest, highest = self._column_extremes()
         if self.offset is not None:
             lowest, highest = lowest - self.offset, highest - self.offset
         return np.maximum(np.abs(lowest), np.abs(highest))
+
+    def constant_columns(self):
+        """Whether each column holds one value in every row (its minimum is its maximum).
+
+        Returns
+        -------
+        ndarray of bool of shape (n_features,)
+        """
+        lowest, highest = self._column_extremes()
+        return lowest == highest
+
+    def _column_extremes(self):
+        """Each column's minimum and maximum in ``X`` (without the offset), as float64."""
+        return tuple(self._host(self._backend.to_dense(extreme).ravel())
+                     for extreme in (self.X.min(axis=0), self.X.max(axis=0)))
 
     def all_finite(self):
         """Whether every value of ``X`` and of the offset is finite (no NaN, no infinity)."""
@@ -286,10 +445,11 @@ class TrainingMatrix:
         return np.asarray(to_numpy(a), dtype=np.float64)
 
     def _refuse_offset(self, what):
-        if self.offset is not None:
+        """Refuse a square of dense data with an offset (a sparse ``X`` takes it)."""
+        if self.offset is not None and not self._backend.is_sparse(self.X):
             raise ValueError(
                 f"The {what} of a TrainingMatrix with an offset would be centered by a "
                 "rank-one correction, which loses the digits of columns whose mean is large "
-                "against their spread; take the uncentered one (offset=None) and center it "
-                "where it is safe."
+                "against their spread; on dense data, take centered(mean), which centers the "
+                "data itself."
             )

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 import sklearn_ilargi.backend._dense as dense_module
 import sklearn_ilargi.backend._numpy as cpu_module
@@ -194,6 +194,22 @@ def test_gather_rows_is_indicator_product(be, case, width, on_device):
     assert_allclose(host(be.gather_rows(be.from_numpy(z), row_map)), expected)
     buffer = be.xp.full(expected.shape, np.nan)  # a reused buffer: every row is written
     got = be.gather_rows(be.from_numpy(z), row_map, out=buffer)
+    assert got is buffer
+    assert_allclose(host(got), expected)
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MAPS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gather_columns_is_transposed_indicator_product(be, case, dtype):
+    n_source, indices = ROW_MAPS[case]
+    row_map = make_row_map(be, n_source, indices)
+    zt = operand(3, n_source, dtype=dtype)
+    expected = (indicator(n_source, indices) @ zt.T).T
+    got = be.gather_columns(be.from_numpy(zt), row_map)
+    assert got.shape == expected.shape and got.dtype == dtype
+    assert_allclose(host(got), expected)
+    buffer = be.xp.full(expected.shape, np.nan, dtype=dtype)  # every column is written
+    got = be.gather_columns(be.from_numpy(zt), row_map, out=buffer)
     assert got is buffer
     assert_allclose(host(got), expected)
 
@@ -389,6 +405,42 @@ def test_weighted_gram_and_column_sums(be, sparse, weighted):
     assert_allclose(host(be.column_sums(ds, dw)), dense.T @ ww, rtol=1e-12)
 
 
+@pytest.mark.parametrize("layout", ["C", "F", "rows of F"])
+@pytest.mark.parametrize("width", [1, 3, 6])
+@pytest.mark.parametrize("weights", [None, "positive", "signed"])
+@pytest.mark.parametrize("dots_max_columns", [0, 10**6])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_gram_of_every_layout(be, layout, width, weights, dots_max_columns, dtype):
+    """Row- or column-major, or a slice of rows of a column-major array (contiguous columns
+    that are no contiguous array), by BLAS or by a dot product per pair of columns."""
+    gen = np.random.default_rng(width)
+    values = gen.standard_normal((20, width)).astype(dtype)
+    s = {"C": values, "F": np.asfortranarray(values),
+         "rows of F": np.asfortranarray(np.vstack([values, values]))[5:25]}[layout]
+    w = None if weights is None else gen.random(20) - (0.5 if weights == "signed" else 0)
+    ww = np.ones(20) if w is None else w
+    dense = np.asarray(s, dtype=np.float64)
+    with config_context(gram_column_dots_max_columns=dots_max_columns):
+        got = host(be.weighted_gram(be.from_numpy(s), None if w is None else be.from_numpy(w)))
+    assert got.shape == (width, width)
+    assert_allclose(got, dense.T @ (dense * ww[:, None]), rtol=RTOL[dtype], atol=RTOL[dtype])
+
+
+def test_one_thread_limits_blas_inside_only(be):
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    with be.one_thread():
+        if be.name == "cpu":
+            assert all(n == 1 for n in blas_threads())
+    with be.one_thread(False):
+        assert blas_threads() == before
+    assert blas_threads() == before
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_row_sums_and_squares(be, sparse):
     s = operand(5, 4, sparse=sparse, seed=12)
@@ -439,6 +491,17 @@ def test_placement_and_add_at_columns(be):
     reference = np.ones((2, 6))
     reference[:, columns] += values
     assert_allclose(host(out), reference)
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (3, 1), (5, 40)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_argmin_takes_the_first_smallest_entry(be, shape, dtype):
+    values = np.round(operand(*shape, dtype=dtype, seed=17))  # ties, and many of them
+    values[:, 0] = 2.0  # a column of one value: its first row
+    rows, smallest = be.column_argmin(be.from_numpy(values))
+    assert host(rows).dtype == np.int32 and host(smallest).dtype == dtype
+    assert_array_equal(host(rows), values.argmin(axis=0))
+    assert_array_equal(host(smallest), values.min(axis=0))
 
 
 # ---------------------------------------------------------------------- the device

@@ -2,7 +2,6 @@
 
 import tracemalloc
 
-import numpy as np
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 

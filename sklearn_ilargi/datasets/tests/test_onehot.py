@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from numpy.testing import assert_allclose, assert_array_equal
+from numpy.testing import assert_array_equal
 from sklearn.linear_model import Ridge
 
 from sklearn_ilargi import NormalizedMatrix, from_tables

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from sklearn.decomposition import NMF, PCA
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ilargi.tests._scenarios import build, random_scenario
+from sklearn_ilargi.utils._sklearn_compat import InvalidParameterError
 from sklearn_ilargi import (
     FactorizedNMF,
     FactorizedPCA,

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
-from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ilargi import (
     FactorizedLinearRegression,
@@ -25,6 +24,7 @@ from sklearn_ilargi import (
     config_context,
 )
 from sklearn_ilargi.linear_model._base import gradient_descent
+from sklearn_ilargi.utils._sklearn_compat import InvalidParameterError
 
 ESTIMATORS = (FactorizedLinearRegression, FactorizedRidge, FactorizedLogisticRegression)
 

@@ -330,6 +330,49 @@ def test_every_way_of_pairing_blocks_in_the_gram(max_columns, values_per_slice,
             close(nm.gram(weights), T.T @ (weights[:, None] * T))
 
 
+@pytest.mark.parametrize("slice_rows", [0, 10**9])
+@pytest.mark.parametrize("dots_max_columns", [0, 10**6])
+@pytest.mark.parametrize("one_thread_cells", [0, 10**9])
+def test_gram_on_threads_by_column_dots_and_beside(slice_rows, dots_max_columns,
+                                                    one_thread_cells):
+    """Every way of running the gram: slices cut one per thread (or not), column-major
+    blocks by one dot product per pair of columns (or by BLAS), the small factorized blocks'
+    products beside the slices' threads (or after them); with and without weights, a shift,
+    and ``gathered_values_per_slice`` cutting slices of a few rows. The same gram."""
+    plan = dict(parallel_slice_rows=slice_rows, gram_column_dots_max_columns=dots_max_columns,
+                one_thread_cells=one_thread_cells)
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        scenario = random_scenario(rng, n_sources=4, n_target=int(rng.integers(20, 40)))
+        T = reference_matrix(*scenario)
+        weights = rng.random(T.shape[0])
+        with config_context(column_major_min_rows=0, **plan):
+            nm = build(scenario)
+            close(nm.gram(), T.T @ T)
+            close(nm.gram(weights), T.T @ (weights[:, None] * T))
+            shifted, S = nm - 1.5, T - 1.5
+            close(shifted.gram(weights), S.T @ (weights[:, None] * S), atol=1e-10)
+            with config_context(gathered_values_per_slice=7):
+                close(nm.gram(weights), T.T @ (weights[:, None] * T))
+
+
+def test_fact_table_gram_in_column_major_order_on_threads():
+    """A column-major fact table cut one slice per thread, paired by column dots, beside a
+    dimension that misses rows: the same gram, and again from the slices' kept row maps."""
+    rng = np.random.default_rng(3)
+    n = 1000
+    with config_context(column_major_min_rows=0, parallel_slice_rows=0):
+        nm = NormalizedMatrix.from_matrices(
+            [rng.standard_normal((n, 4)), rng.standard_normal((20, 30))],
+            [np.arange(n), rng.integers(-1, 20, n)])
+        assert nm.blocks[0].source.flags.f_contiguous
+        T = nm.materialize()
+        weights = rng.random(n)
+        for _ in range(2):
+            close(nm.gram(), T.T @ T)
+            close(nm.gram(weights), T.T @ (weights[:, None] * T))
+
+
 def test_groups_of_blocks_on_threads():
     """Products over tall targets scatter each row map on its own thread: the same numbers."""
     for seed in range(10):

@@ -13,7 +13,6 @@ from numpy.testing import assert_allclose
 from sklearn.compose import ColumnTransformer
 from sklearn.inspection import partial_dependence
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import _safe_indexing
 
 from sklearn_ilargi import (
     FactorizedLinearRegression,
@@ -23,6 +22,7 @@ from sklearn_ilargi import (
     ops,
 )
 from sklearn_ilargi.tests._scenarios import build, random_scenario, reference_matrix, scenarios
+from sklearn_ilargi.utils._sklearn_compat import _safe_indexing
 
 SETTINGS = settings(max_examples=30, deadline=None)
 TINY = np.finfo(np.float64).smallest_subnormal

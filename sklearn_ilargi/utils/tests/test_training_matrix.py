@@ -77,6 +77,35 @@ def test_squares_are_the_joins(case):
 
 @SETTINGS
 @given(scenarios())
+def test_centered_squares_are_the_joins(case):
+    """``centered(mean)`` centers a NormalizedMatrix in its dense sources, an ndarray itself
+    and CSR by its offset; their squares, and a CSR's squares with an offset, are the
+    centered join's."""
+    nm, T = case
+    weights, mu = operands(T)[4], operands(T)[5]
+    C = T - mu
+    squares = C * C
+    for kind in KINDS:
+        matrix = TrainingMatrix(as_kind(nm, T, kind))
+        centered = matrix.centered(mu)
+        assert (centered.offset is not None) == (kind == "csr")
+        assert type(centered.X) is type(matrix.X)
+        for weight in (None, weights):
+            W = np.ones(len(T)) if weight is None else weight
+            close(centered.gram(weight), C.T @ (W[:, None] * C))
+            close(matrix.centered_gram(mu, weight), C.T @ (W[:, None] * C))
+            close(centered.column_sums_of_squares(weight), W @ squares)
+        close(matrix.column_sums_of_squares(), (T * T).sum(axis=0))
+        close(centered.row_norms_squared(), squares.sum(axis=1))
+        close(centered.matmul(np.ones(T.shape[1])), C.sum(axis=1))
+        # The offset counts into the mean.
+        close(TrainingMatrix(as_kind(nm, T, kind), mu).centered_gram(-mu), T.T @ T)
+        if T.shape[0]:
+            assert_array_equal(matrix.constant_columns(), (T == T[:1]).all(axis=0))
+
+
+@SETTINGS
+@given(scenarios())
 def test_extremes_are_the_joins(case):
     nm, T = case
     if T.size == 0:
@@ -130,11 +159,21 @@ def test_row_norms_are_computed_once():
 
 
 def test_squares_refuse_an_offset():
-    matrix = TrainingMatrix(star(), offset=np.ones(3))
-    with pytest.raises(ValueError, match="gram of a TrainingMatrix with an offset"):
-        matrix.gram()
-    with pytest.raises(ValueError, match="row norms of a TrainingMatrix with an offset"):
-        matrix.row_norms_squared()
+    """On dense data (and a NormalizedMatrix) a square with an offset would cancel digits:
+    it is refused, and ``centered`` named; a sparse matrix takes the rank-one terms."""
+    for X in (star(), star().materialize()):
+        matrix = TrainingMatrix(X, offset=np.ones(3))
+        with pytest.raises(ValueError, match="gram of a TrainingMatrix with an offset.*"
+                                             "centered"):
+            matrix.gram()
+        with pytest.raises(ValueError, match="row norms of a TrainingMatrix with an offset"):
+            matrix.row_norms_squared()
+        with pytest.raises(ValueError, match="column sums of squares of a TrainingMatrix"):
+            matrix.column_sums_of_squares()
+    T = star().materialize()
+    sparse = TrainingMatrix(sp.csr_matrix(T), offset=np.ones(3))
+    close(sparse.gram(), (T - 1).T @ (T - 1))
+    close(sparse.row_norms_squared(), ((T - 1) ** 2).sum(axis=1))
 
 
 def test_min_sees_the_zeros_of_missing_rows_on_every_kind():
