@@ -71,7 +71,9 @@ OPTIONS = {
             "takes a solver over the products ``X @ v`` and ``X.T @ r`` (LSQR, conjugate "
             "gradients, a truncated SVD), which never forms the gram. The closed form's "
             "solve grows as ``c**3`` and its gram as ``c**2``, the products only with the "
-            "data."),
+            "data. The step size of gradient descent (``learning_rate='auto'``) follows the "
+            "same rule: the gram's largest eigenvalue (``scipy.linalg.eigh``), or Lanczos "
+            "(``scipy.sparse.linalg.eigsh``) over the products."),
     # Storage of the sources, decided once when a matrix is built.
     "dense_storage_density": Option(
         1 / 6, "float",
@@ -139,6 +141,12 @@ OPTIONS = {
             "least one), as scikit-learn's ``working_memory`` sizes its chunks. Small enough, "
             "a slice stays in the cache from its product to its reduction; the whole "
             "``n x p`` product is never held."),
+    "incremental_sums_max_share": Option(
+        0.25, "float",
+        doc="K-means updates the sums of its clusters by the samples that changed clusters "
+            "alone (added to the new cluster, taken from the old one) where they are at most "
+            "this share of the samples; else it sums every sample again (0: whenever one "
+            "changed)."),
     "rows_per_gather": Option(
         1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),
@@ -161,12 +169,6 @@ OPTIONS = {
             "many cells of ``X`` (its small products lose more to thread start-up than they "
             "gain); so does the gram for the products of its factorized blocks, below this "
             "many cells of theirs."),
-    "curvature_gram_max_columns": Option(
-        1024, "int",
-        doc="The step size of gradient descent (``learning_rate='auto'``) comes from the "
-            "largest eigenvalue of the weighted gram (``scipy.linalg.eigh``) where ``X`` has "
-            "at most this many columns, else from ``scipy.sparse.linalg.eigsh`` over the "
-            "products ``X @ v`` and ``X.T @ r`` (which never form the gram)."),
     # Reading tables.
     "table_chunk_rows": Option(
         1 << 18, "count",

@@ -351,18 +351,27 @@ def cooccurrence(row_map_a, row_map_b, weights=None, dtype=np.float64, *, dense=
     return csp.coo_matrix((data, (rows, cols)), shape=shape).tocsr()
 
 
+def one_hot(labels, n_groups, weights=None, dtype=np.float64):
+    """``R``: row ``i`` is ``weights[i]`` (or 1) in column ``labels[i]``, as CSR
+    (n x n_groups)."""
+    labels = cp.asarray(labels)
+    n = labels.shape[0]
+    data = cp.ones(n, dtype) if weights is None else cp.asarray(weights).astype(dtype)
+    indptr = cp.arange(n + 1, dtype=_index_dtype(n))
+    return csp.csr_matrix((data, labels.astype(indptr.dtype), indptr), shape=(n, n_groups))
+
+
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
 
     As the CPU backend's: CSR for the identity map, else dense up to ``group_cells_per_row``
     (a setting) cells per target row, CSR beyond.
     """
+    if row_map.indices is None:
+        return one_hot(labels, n_groups, weights, dtype)
     labels = cp.asarray(labels)
     n = labels.shape[0]
     data = cp.ones(n, dtype) if weights is None else cp.asarray(weights).astype(dtype)
-    if row_map.indices is None:
-        indptr = cp.arange(n + 1, dtype=_index_dtype(n))
-        return csp.csr_matrix((data, labels.astype(indptr.dtype), indptr), shape=(n, n_groups))
     rows, sources = _present(row_map)
     if rows is not None:
         labels, data = labels[rows], data[rows]
@@ -477,6 +486,16 @@ def map_values(s, func):
     if csp.issparse(s):
         return type(s)((func(s.data.copy()), s.indices.copy(), s.indptr.copy()), shape=s.shape)
     return func(s.copy())
+
+
+def add_to_stored(s, shift):
+    """``s`` with ``shift[j]`` added to every stored value of its column ``j`` (every value of
+    a dense ``s``), as a new array or CSR matrix."""
+    if not csp.issparse(s):
+        return s + shift
+    out = as_csr(s, s.dtype).copy()
+    out.data += shift[out.indices]
+    return out
 
 
 def gather_sparse_rows(s, row_map):

@@ -127,18 +127,22 @@ def column_argmin(values, out=None):
     rows : int32 array of shape (n_columns,)
     smallest : array of shape (n_columns,), of ``values``' dtype
     """
+    n_rows, n_columns = values.shape
     if out is None:
-        out = (np.empty(values.shape[1], dtype=np.int32),
-               np.empty(values.shape[1], dtype=values.dtype))
+        out = (np.empty(n_columns, dtype=np.int32), np.empty(n_columns, dtype=values.dtype))
     rows, smallest = out
     np.minimum.reduce(values, axis=0, out=smallest)
-    above = values[0] != smallest  # no row so far holds the minimum
-    rows[...] = above
-    for row in values[1:-1]:
-        above &= row != smallest
-        rows += above
-    if len(values) == 1:
-        rows[...] = 0
+    # Every step writes into buffers of its own: fresh arrays would hold the GIL to allocate
+    # (the slices of a product run on threads), and a count of bytes adds without casting.
+    above = np.empty(n_columns, dtype=bool)  # no row so far holds the minimum
+    differs = np.empty(n_columns, dtype=bool)
+    count = np.zeros(n_columns, dtype=np.uint8 if n_rows <= 256 else np.int32)
+    for i, row in enumerate(values[:-1]):
+        np.not_equal(row, smallest, out=differs if i else above)
+        if i:
+            np.logical_and(above, differs, out=above)
+        np.add(count, above.view(np.uint8) if count.dtype == np.uint8 else above, out=count)
+    rows[...] = count
     return rows, smallest
 
 
@@ -327,6 +331,14 @@ def _target_rows_by_source(row_map):
     return row_map.cached("target rows by source", build)
 
 
+def one_hot(labels, n_groups, weights=None, dtype=np.float64):
+    """``R``: row ``i`` is ``weights[i]`` (or 1) in column ``labels[i]``, as CSR
+    (n x n_groups)."""
+    n = len(labels)
+    data = np.ones(n, dtype) if weights is None else np.asarray(weights, dtype=dtype)
+    return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
+
+
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
 
@@ -336,10 +348,9 @@ def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     large source).
     """
     n = len(labels)
-    data = None if weights is None else np.asarray(weights, dtype=dtype)
     if row_map.indices is None:
-        data = np.ones(n, dtype) if data is None else data
-        return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
+        return one_hot(labels, n_groups, weights, dtype)
+    data = None if weights is None else np.asarray(weights, dtype=dtype)
     present, rows = _present(row_map)
     labels = labels[present]
     data = None if data is None else data[present]
@@ -467,6 +478,16 @@ def map_values(s, func):
     if sp.issparse(s):
         return type(s)((mapped, s.indices.copy(), s.indptr.copy()), shape=s.shape)
     return mapped
+
+
+def add_to_stored(s, shift):
+    """``s`` with ``shift[j]`` added to every stored value of its column ``j`` (every value of
+    a dense ``s``), as a new array or CSR matrix."""
+    if not sp.issparse(s):
+        return s + shift
+    out = sp.csr_matrix(s, copy=True)
+    out.data += shift[out.indices]
+    return out
 
 
 def gather_sparse_rows(s, row_map):

@@ -21,6 +21,7 @@ from ..utils._sklearn_compat import (
 )
 
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
+from .._config import get_config
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, is_normalized, validate_input
 from ..utils._progress import IterationProgress
@@ -30,20 +31,23 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
                        ClusterMixin, BaseEstimator):
     """K-means clustering (Lloyd's algorithm) over the sources of a NormalizedMatrix.
 
-    The counterpart of :class:`sklearn.cluster.KMeans` with ``algorithm="lloyd"``. Every
-    iteration needs ``X`` twice, and both stay factorized: the squared distances
-    ``||x||^2 - 2 x.c + ||c||^2`` through ``X @ C.T`` (row norms are computed once), and the
-    new centroids through the scatter ``X.T @ R`` of the ``n x k`` matrix ``R`` of weighted
-    one-hot assignments. Plain numpy or scipy.sparse input runs the same solver on the matrix
-    itself. Dense data is centered first, as scikit-learn does, a NormalizedMatrix in its
-    dense sources, so that the distances keep the digits of a column whose mean is large
-    against its spread.
+    The counterpart of :class:`sklearn.cluster.KMeans`. On a NormalizedMatrix every Lloyd
+    iteration reads ``X`` twice, and both stay factorized: each sample's closest center, the
+    argmin of ``||c||^2 - 2 x.c``, through ``X @ C.T`` taken a slice of samples at a time and
+    reduced at once (as scikit-learn's compiled Lloyd does: the ``n x k`` distances are never
+    held, and ``||x||^2`` is computed once per fit), and the new centroids through group
+    sums ``X.T @ R`` of the one-hot assignments, which never build ``R``. Plain numpy or
+    scipy.sparse input (and the joined matrix of the materialized path) runs scikit-learn's
+    own compiled iterations, Lloyd's or Elkan's, from these seeds. Dense data is centered
+    first, as scikit-learn does, a NormalizedMatrix in its dense sources, so that the
+    distances keep the digits of a column whose mean is large against its spread.
 
     From the same initial centers, the result is scikit-learn's (same labels, centers and
-    inertia up to rounding). The k-means++ seeding is scikit-learn's greedy D^2 sampling, but
-    it walks the samples in an order that depends on their values only, so that a weighted
-    sample and repeated samples give the same seeds: its draws differ from scikit-learn's for
-    the same ``random_state``.
+    inertia up to rounding). The k-means++ seeding is scikit-learn's
+    (:func:`sklearn.cluster.kmeans_plusplus`), but it walks the samples in an order that
+    depends on their values only, so that a weighted sample and repeated samples give the
+    same seeds: its draws are scikit-learn's on the samples in that order, and differ from
+    scikit-learn's on ``X`` for the same ``random_state``.
 
     Parameters
     ----------
@@ -69,7 +73,8 @@ default="k-means++"
     copy_x : bool, default=True
         Kept for compatibility: plain input is never modified in place.
     algorithm : {"lloyd", "elkan"}, default="lloyd"
-        "elkan" gives the same result and runs Lloyd's iterations too.
+        scikit-learn's Elkan iterations for plain input (the same result); a NormalizedMatrix
+        runs Lloyd's either way.
     strategy : {"auto", "factorized", "materialized"}, default="auto"
         Whether to train on the sources or on the joined matrix; "auto" lets the
         dispatcher choose.
@@ -519,13 +524,16 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     of every iteration, with its inertia, and of why the iterations stopped.
     """
     n_clusters = centers.shape[0]
-    unit_weights = bool(np.all(sample_weight == 1))  # the sums then need no weights
+    # The weights of the sums, none where every weight is 1 (the same sums, without products).
+    summed = None if np.all(sample_weight == 1) else sample_weight.astype(matrix.dtype)
     labels_old = np.full(matrix.shape[0], -1, dtype=np.int32)
-    strict = False
+    strict, previous = False, None
     for iteration in range(max_iter):
         labels, partial = _closest_centers(matrix, centers)
-        new_centers = _update_centers(matrix, labels, partial, sample_weight, n_clusters,
-                                      unit_weights)
+        sums = _cluster_sums(matrix, labels, summed, n_clusters, previous)
+        previous = labels, sums
+        new_centers = _update_centers(matrix, labels, partial, sums.copy(), sample_weight,
+                                      summed)
         if progress.enabled:
             progress(inertia=_inertia(matrix, sample_weight, partial))
         shift = ((new_centers - centers) ** 2).sum()
@@ -547,11 +555,32 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     return labels, _inertia(matrix, sample_weight, partial), centers, iteration + 1
 
 
-def _update_centers(matrix, labels, partial, weights, n_clusters, unit_weights=False):
-    """Weighted means of the clusters through group sums; empty clusters are relocated.
+def _cluster_sums(matrix, labels, weights, n_clusters, previous=None):
+    """The (weighted) column sums of each cluster, ``(n_clusters, n_features)``, through
+    group sums (``weights`` None: unweighted).
 
-    ``unit_weights``: every weight is 1, and the sums are taken without them (the same
-    numbers, without the products by 1).
+    ``previous`` holds the labels and the sums of the iteration before. Where at most the
+    ``incremental_sums_max_share`` setting of the samples changed clusters since, only those
+    are summed, added to their new cluster and taken from their old one (their rows twice, in
+    one group sum over ``2 * n_clusters`` groups); else every sample is summed again.
+    """
+    if previous is not None:
+        old_labels, old_sums = previous
+        changed = np.flatnonzero(labels != old_labels)
+        if len(changed) <= get_config()["incremental_sums_max_share"] * len(labels):
+            if not len(changed):
+                return old_sums
+            twice = np.concatenate([changed, changed])
+            moves = np.concatenate([labels[changed], old_labels[changed] + n_clusters])
+            moved = matrix.select_rows(twice).group_sums(
+                moves, 2 * n_clusters, None if weights is None else weights[twice]).T
+            return old_sums + moved[:n_clusters] - moved[n_clusters:]
+    return matrix.group_sums(labels, n_clusters, weights).T
+
+
+def _update_centers(matrix, labels, partial, sums, weights, summed):
+    """The weighted means of the clusters from their ``sums`` (changed in place); empty
+    clusters are relocated. ``summed``: the weights that the sums took (None for none).
 
     As scikit-learn's Lloyd does it: the samples farthest from their centers found the empty
     clusters (:func:`_farthest`; none if every sample sits on its center), and a cluster left
@@ -559,9 +588,7 @@ def _update_centers(matrix, labels, partial, weights, n_clusters, unit_weights=F
     center of the heaviest cluster, read as scikit-learn's loop over the clusters reads it:
     that cluster's mean if it comes first, its sums if not.
     """
-    summed = None if unit_weights else weights
-    sums = matrix.group_sums(labels, n_clusters,
-                             None if summed is None else summed.astype(matrix.dtype)).T
+    n_clusters = sums.shape[0]
     in_cluster = np.bincount(labels, weights=summed, minlength=n_clusters).astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
     far = _farthest(matrix, partial, empty.size) if empty.size else []

@@ -280,7 +280,7 @@ def top_eigenvalue(matrix, sample_weight, *, extra_column=False, seed=0):
     (with a column of ones appended where ``extra_column``): the curvature behind the step
     size of gradient descent.
 
-    Where the gram is cheap (no offset, at most ``curvature_gram_max_columns`` columns), from
+    Where the gram is cheap (no offset, at most ``closed_form_max_columns`` columns), from
     the weighted gram and ``scipy.linalg.eigh``; otherwise by Lanczos
     (``scipy.sparse.linalg.eigsh``) over the products ``A @ v`` and ``A.T @ r``, which never
     form the gram: wide one-hot dimensions, and a centered matrix, whose gram would lose the
@@ -304,7 +304,7 @@ def top_eigenvalue(matrix, sample_weight, *, extra_column=False, seed=0):
     n_columns = matrix.shape[1] + int(extra_column)
     if n_columns == 0:
         return 0.0
-    if matrix.offset is None and n_columns <= get_config()["curvature_gram_max_columns"]:
+    if matrix.offset is None and n_columns <= get_config()["closed_form_max_columns"]:
         return _largest_eigenvalue(_bordered_gram(matrix, sample_weight, extra_column))
     operator = _weighted_normal_operator(matrix, sample_weight, extra_column)
     if n_columns < 2:  # ARPACK needs more columns than eigenvalues; 1 x 1 is one product

@@ -7,7 +7,7 @@ block of their own, and sparse columns (whose mean is small against their spread
 rank-one correction: see ``NormalizedMatrix.with_shift_in_sources``.
 """
 
-from ._products import _per_group, _row_weights, column_sums, gram
+from ._products import _per_group, _row_weights, gram
 
 
 def centered(nm, mean):
@@ -59,26 +59,34 @@ def column_sums_of_squares(nm, sample_weight=None):
     """``(T * T).T @ w`` (``w`` defaults to ones): each column's (weighted) sum of squares.
 
     Each block squares its own source (blocks are disjoint, so each cell is squared once);
-    a shift goes into the dense sources first, as in :func:`~sklearn_ilargi.ops.gram`, and
-    what is left of it adds ``2 shift * (T^T w) + (sum w) shift**2``.
+    a shift goes into the dense sources first, as in :func:`~sklearn_ilargi.ops.gram`. What
+    is left of it (on sparse columns) is added to each stored value before it is squared,
+    and the cells that no block stores take its square times their weight, as scikit-learn's
+    sparse variance does: a column whose mean is large against its spread keeps its digits
+    on sparse sources too.
 
     Returns
     -------
     array of shape (n_columns,)
     """
     nm = nm.with_shift_in_sources()
-    be = nm.backend
+    be, shift = nm.backend, nm.shift
     out = be.xp.zeros(nm.shape[1], dtype=nm.dtype)
+    stored = None if shift is None else be.xp.zeros(nm.shape[1], dtype=nm.dtype)
 
     def row_weights(group):
         return _row_weights(be, group[0].row_map, sample_weight, nm.dtype)
 
     for group, weights in _per_group(nm, row_weights):
         for block in group:
-            squares = be.map_values(block.source, lambda values: values * values)
+            source = block.source
+            if shift is not None:
+                source = be.add_to_stored(source, shift[block.columns])
+                ones = be.map_values(block.source, be.xp.ones_like)
+                stored[block.columns] += be.column_sums(ones, weights)
+            squares = be.map_values(source, lambda values: values * values)
             out[block.columns] += be.column_sums(squares, weights)
-    if nm.shift is not None:
+    if shift is not None:
         total = nm.shape[0] if sample_weight is None else sample_weight.sum()
-        out += 2 * nm.shift * column_sums(nm.with_shift(None), sample_weight)
-        out += total * nm.shift * nm.shift
+        out += shift * shift * (total - stored)
     return out

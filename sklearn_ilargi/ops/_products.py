@@ -70,6 +70,9 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
 
     Each row map is summed into per-source-row group counts by one bincount
     (``be.group_counts``), and each block multiplies them: no one-hot of the target's rows.
+    A row map into a source taller than the target (a selection of a table's rows, ``X[rows]``)
+    has those rows gathered instead, and multiplied by the target's one-hot: the counts would
+    take a row per source row.
 
     Parameters
     ----------
@@ -86,7 +89,11 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
     out = be.xp.zeros((nm.shape[1], n_groups), dtype=nm.dtype)
 
     def sums(group):
-        counts = be.group_counts(group[0].row_map, labels, n_groups, sample_weight, nm.dtype)
+        row_map = group[0].row_map
+        if row_map.n_target < row_map.n_source:
+            one_hot = be.one_hot(labels, n_groups, sample_weight, nm.dtype)
+            return [be.dot(_gathered(be, block).T, one_hot) for block in group]
+        counts = be.group_counts(row_map, labels, n_groups, sample_weight, nm.dtype)
         with be.one_thread(_small(group)):
             return [be.dot(block.source.T, counts) for block in group]
 
@@ -97,6 +104,13 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
         totals = be.xp.bincount(be.xp.asarray(labels), weights=sample_weight, minlength=n_groups)
         out += be.xp.multiply.outer(nm.shift, totals.astype(nm.dtype))
     return out
+
+
+def _gathered(be, block):
+    """The block's rows of the target, ``G_b S_b``: sparse for a sparse source."""
+    if be.is_sparse(block.source):
+        return be.gather_sparse_rows(block.source, block.row_map)
+    return be.gather_rows(block.source, block.row_map)
 
 
 def column_sums(nm, sample_weight=None):

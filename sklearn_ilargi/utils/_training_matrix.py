@@ -436,6 +436,24 @@ class TrainingMatrix:
         out = to_numpy(self._backend.to_dense(picked)).reshape(len(indices), self.shape[1])
         return out if self.offset is None else out - self.offset
 
+    def select_rows(self, indices):
+        """The rows ``indices`` of this matrix, in that order, as a TrainingMatrix (the same
+        offset): a NormalizedMatrix selects them over its sources, which it shares, a plain
+        matrix copies them.
+
+        Parameters
+        ----------
+        indices : array-like of int
+
+        Returns
+        -------
+        TrainingMatrix
+        """
+        indices = np.asarray(indices)
+        if is_normalized(self.X):
+            return TrainingMatrix(self.X[indices], self.offset)
+        return TrainingMatrix(self.X[self._backend.from_numpy(indices)], self.offset)
+
     # ------------------------------------------------------------------ helpers
     def _on_device(self, a):
         return None if a is None else self._backend.from_numpy(a)

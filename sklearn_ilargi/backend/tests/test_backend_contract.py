@@ -327,6 +327,17 @@ def test_add_gathered_rows_in_any_slices(be, case, rows_per_gather):
     assert_allclose(host(out), start + ind @ z)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_hot(be, weighted, dtype):
+    labels = np.array([2, 0, 0, 1, 2], dtype=np.int32)
+    w = np.array([0.5, 1.0, 2.0, 0.0, 3.0]) if weighted else None
+    got = be.one_hot(be.from_numpy(labels), 4, None if w is None else be.from_numpy(w), dtype)
+    assert be.is_sparse(got) and got.dtype == dtype and got.shape == (5, 4)
+    expected = np.eye(4)[labels] * (1.0 if w is None else w[:, None])
+    assert_allclose(host(got), expected)
+
+
 @pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
 @pytest.mark.parametrize("settings", [dict(bincount_max_columns=0, group_cells_per_row=0),
                                       dict(bincount_max_columns=100,
@@ -378,6 +389,18 @@ def test_dot_every_mix(be, kinds, dtypes):
     assert not be.is_sparse(got)
     assert got.dtype == np.result_type(*dtypes)
     assert_allclose(host(got), expected, rtol=1e-5 if np.float32 in dtypes else 1e-12)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("rows", [0, 1, 4])
+def test_dot_of_a_dense_operand_of_any_layout_and_a_one_hot(be, layout, rows):
+    """The transpose of a column-major source times a one-hot: the same sums either way."""
+    a = np.asarray(operand(rows, 50, seed=18), order=layout)
+    labels = np.arange(50) % 3
+    one_hot = sp.csr_matrix((np.ones(50), labels, np.arange(51)), shape=(50, 3))
+    got = be.dot(be.from_numpy(a), be.from_numpy(one_hot))
+    assert got.shape == (rows, 3) and not be.is_sparse(got)
+    assert_allclose(host(got), a @ one_hot.toarray(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -476,6 +499,11 @@ def test_column_operations(be, sparse):
     assert be.is_sparse(squared) == sparse
     assert_allclose(host(squared), dense**2)
     assert_allclose(host(be.map_values(ds, abs)), np.abs(dense))
+    shifted = be.add_to_stored(ds, be.from_numpy(factors))
+    assert be.is_sparse(shifted) == sparse
+    stored = (dense != 0) if sparse else np.ones_like(dense, dtype=bool)
+    assert_allclose(host(shifted), dense + stored * factors)
+    assert_allclose(host(ds), dense)  # the operand is unchanged
 
 
 def test_placement_and_add_at_columns(be):

@@ -109,7 +109,7 @@ def test_top_eigenvalue_is_exact(seed, extra_column, centered, through_products)
     expected = np.linalg.eigvalsh(A.T @ (weight[:, None] * A))[-1] if A.shape[1] else 0.0
     # Centering a constant column leaves rounding error, on the scale of the raw values.
     rounding = 1e-12 * (weight @ np.square(T).sum(axis=1) + weight.sum())
-    with config_context(curvature_gram_max_columns=0 if through_products else 1024):
+    with config_context(closed_form_max_columns=0 if through_products else 1024):
         for X in (nm, T):
             value = top_eigenvalue(TrainingMatrix(X, offset), weight, extra_column=extra_column)
             assert_allclose(value, expected, rtol=1e-9, atol=rounding)
@@ -120,7 +120,7 @@ def test_top_eigenvalue_of_one_column(through_products):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((30, 1))
     weight = rng.random(30)
-    with config_context(curvature_gram_max_columns=0 if through_products else 1024):
+    with config_context(closed_form_max_columns=0 if through_products else 1024):
         value = top_eigenvalue(TrainingMatrix(x), weight)
     assert_allclose(value, weight @ x[:, 0] ** 2, rtol=1e-12)
 
@@ -139,5 +139,5 @@ def test_top_eigenvalue_of_a_centered_column_with_a_large_mean():
 @pytest.mark.parametrize("n_columns", [1, 3])
 @pytest.mark.parametrize("through_products", [False, True])
 def test_top_eigenvalue_of_zeros_is_zero(n_columns, through_products):
-    with config_context(curvature_gram_max_columns=0 if through_products else 1024):
+    with config_context(closed_form_max_columns=0 if through_products else 1024):
         assert top_eigenvalue(TrainingMatrix(np.zeros((20, n_columns))), np.ones(20)) == 0.0

@@ -47,18 +47,37 @@ def centered_case(seed, gather_thin, weighted):
     return nm, T - mean, mean, weights, w
 
 
-def assert_gram_close(actual, expected):
-    """Entry ``(i, j)`` within ``1e-9 sqrt(G_ii G_jj)`` of the reference ``G``."""
+def sparse_columns(nm):
+    """Whether a sparse source fills each column of ``nm``."""
+    sparse = np.zeros(nm.shape[1], dtype=bool)
+    for block in nm.blocks:
+        sparse[block.columns] |= sp.issparse(block.source)
+    return sparse
+
+
+def assert_gram_close(actual, expected, nm=None, mean=None, w=None):
+    """Entry ``(i, j)`` within ``1e-9 sqrt(G_ii G_jj)`` of the reference ``G``.
+
+    Given ``nm``, its ``mean`` and weights ``w``: the columns that sparse sources fill keep
+    the mean as a rank-one term (as scikit-learn does on sparse input), which is exact to
+    ``eps (sum w) |mu_i| |mu_j|``; their entries get that much more room.
+    """
     assert actual.shape == expected.shape
     scale = np.sqrt(np.outer(np.diag(expected), np.diag(expected)))
-    np.testing.assert_array_less(np.abs(actual - expected), 1e-9 * scale + 1e-300)
+    room = 1e-9 * scale + 1e-300
+    if nm is not None:
+        sparse = sparse_columns(nm)
+        either = sparse[:, None] | sparse[None, :]
+        room += either * 8 * np.finfo(float).eps * w.sum() * np.outer(abs(mean), abs(mean))
+    np.testing.assert_array_less(np.abs(actual - expected), room)
 
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), gather_thin=st.booleans(), weighted=st.booleans())
 def test_centered_gram_equals_the_centered_join_squared(seed, gather_thin, weighted):
     nm, Xc, mean, weights, w = centered_case(seed, gather_thin, weighted)
-    assert_gram_close(ops.centered_gram(nm, mean, weights), Xc.T @ (w[:, None] * Xc))
+    assert_gram_close(ops.centered_gram(nm, mean, weights), Xc.T @ (w[:, None] * Xc),
+                      nm, mean, w)
 
 
 @settings(max_examples=40, deadline=None)
@@ -68,11 +87,17 @@ def test_centered_matrix_and_its_squares(seed, gather_thin, weighted):
     centered = ops.centered(nm, mean)
     assert_allclose(centered.materialize(sparse=False), Xc, rtol=1e-12, atol=0)
     squares = Xc ** 2
+    # A centered entry is known to the rounding of the subtraction that gives it, a few ulps
+    # of the uncentered value: a sum of squares is known to the square of that, no better.
+    # The row norms keep the mean of the sparse columns as a rank-one term (see the gram).
+    eps = np.finfo(float).eps
+    floor = Xc.shape[1] * (4 * eps * np.abs(Xc + mean).max(initial=0)) ** 2
+    rank_one = 8 * eps * (mean[sparse_columns(nm)] ** 2).sum()
     assert_allclose(ops.row_sums_of_squares(centered), squares.sum(axis=1), rtol=1e-9,
-                    atol=1e-300)
+                    atol=floor + rank_one + 1e-300)
     assert_allclose(ops.column_sums_of_squares(centered, weights), w @ squares, rtol=1e-9,
-                    atol=1e-300)
-    assert_gram_close(centered.gram(weights), Xc.T @ (w[:, None] * Xc))
+                    atol=w.sum() * floor + 1e-300)
+    assert_gram_close(centered.gram(weights), Xc.T @ (w[:, None] * Xc), nm, mean, w)
 
 
 def left_join(offset=1e7):

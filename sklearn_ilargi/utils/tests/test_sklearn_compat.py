@@ -168,3 +168,62 @@ def test_conjugate_gradients_take_a_relative_tolerance():
     solution, info = compat._sparse_linalg_cg(system, np.ones(3), rtol=1e-12, maxiter=10)
     assert info == 0
     assert_allclose(solution, [1.0, 0.5, 0.25])
+
+
+@pytest.mark.parametrize("name", ["_kmeans_single_lloyd", "_kmeans_single_elkan"])
+def test_kmeans_single_runs_lloyd_from_the_given_centers(name):
+    """Two well separated groups: one run from one point of each finds their means."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(0, 0.1, (20, 2)), rng.normal(5, 0.1, (20, 2))])
+    labels, inertia, centers, n_iter = getattr(compat, name)(
+        X, np.ones(40), X[[0, 20]].copy(), max_iter=10, verbose=False, tol=0.0, n_threads=2)
+    assert_array_equal(labels, np.repeat([0, 1], 20))
+    assert_allclose(centers, [X[:20].mean(axis=0), X[20:].mean(axis=0)], rtol=1e-12)
+    assert_allclose(inertia, sum(((X[labels == j] - centers[j]) ** 2).sum() for j in (0, 1)))
+    assert 1 <= n_iter <= 10
+
+
+def test_arpack_start_vector_is_seeded():
+    first = compat._init_arpack_v0(7, np.random.RandomState(0))
+    again = compat._init_arpack_v0(7, np.random.RandomState(0))
+    assert first.shape == (7,) and (np.abs(first) <= 1).all()
+    assert_array_equal(first, again)
+
+
+def test_randomized_svd_finds_the_leading_singular_values():
+    rng = np.random.default_rng(4)
+    M = rng.standard_normal((60, 8)) * np.arange(8, 0, -1)
+    U, values, Vt = compat._randomized_svd(
+        M, n_components=3, n_oversamples=10, n_iter=7, power_iteration_normalizer="auto",
+        flip_sign=False, random_state=0)
+    assert (U.shape, values.shape, Vt.shape) == ((60, 3), (3,), (3, 8))
+    assert_allclose(values, np.linalg.svd(M, compute_uv=False)[:3], rtol=1e-8)
+
+
+def test_sparse_linalg_cg_solves_a_positive_definite_system():
+    rng = np.random.default_rng(5)
+    root = rng.standard_normal((10, 6))
+    A, b = root.T @ root + np.eye(6), rng.standard_normal(6)
+    steps = []
+    x, info = compat._sparse_linalg_cg(A, b, rtol=1e-12, maxiter=100,
+                                       callback=lambda xk: steps.append(1))
+    assert info == 0 and steps
+    assert_allclose(A @ x, b, rtol=1e-8, atol=1e-10)
+
+
+def test_constant_features_get_a_unit_scale():
+    mean = np.array([1e6, 0.0, 3.0])
+    var = np.array([0.0, 0.0, 4.0])
+    constant = compat._is_constant_feature(var, mean, 100)
+    assert_array_equal(constant, [True, True, False])
+    scale = compat._handle_zeros_in_scale(np.sqrt(var), copy=False, constant_mask=constant)
+    assert_array_equal(scale, [1.0, 1.0, 2.0])
+
+
+def test_safe_indexing_and_the_parameter_error():
+    X = np.arange(12).reshape(4, 3)
+    assert_array_equal(compat._safe_indexing(X, [2, 0]), X[[2, 0]])
+    assert_array_equal(compat._safe_indexing(X, 1, axis=1), X[:, 1])
+    assert issubclass(compat.InvalidParameterError, ValueError)
+    with pytest.raises(compat.InvalidParameterError):
+        _Toy(size=0).fit()
