@@ -27,6 +27,11 @@ share of the fit that its products take (the same products, timed alone, as many
 fit iterated). K-means, NMF (coordinate descent) and logistic regression run a fixed number of
 iterations from the same initialization on both sides.
 
+The ``--plain`` section fits each estimator and its scikit-learn counterpart on the same plain
+numpy array (and, for those whose counterpart takes one, the same CSR matrix), with the same
+parameters and start as the iterative section, at a few shapes from tall and narrow to short
+and wide: ``ours / sklearn`` is the ratio of their interleaved medians.
+
 Usage::
 
     python benchmarks/estimators.py                 # synthetic grid and TPC-H SF1
@@ -35,9 +40,13 @@ Usage::
     python benchmarks/estimators.py --iterative     # the iterative section, full grid
     python benchmarks/estimators.py --iterative --quick           # one small cell
     python benchmarks/estimators.py --iterative --cells 100x10 20x4
+    python benchmarks/estimators.py --plain         # plain numpy and CSR input, three shapes
+    python benchmarks/estimators.py --plain --shapes 200000x50
 
 Writes ``benchmarks/results/estimators.json`` (``estimators_iterative.json`` for the iterative
-section) and prints a markdown table. Never asserts.
+section, suffixed by the cells and estimators of a restricted run, e.g.
+``estimators_iterative_100x10_20x4_kmeans.json``; ``estimators_plain.json`` for the plain
+one) and prints a markdown table. Never asserts.
 """
 
 import argparse
@@ -272,11 +281,13 @@ def same_start(name, T, seed=0):
     the ``W`` it is given in place.
     """
     rng = np.random.default_rng(seed)
+    n_rows = T.shape[0]
     if name == "KMeans":
-        return {"init": T[rng.choice(len(T), N_CLUSTERS, replace=False)]}, dict
+        init = T[rng.choice(n_rows, N_CLUSTERS, replace=False)]
+        return {"init": init.toarray() if hasattr(init, "toarray") else init}, dict
     if name == "NMF":
-        scale = np.sqrt(np.abs(T).mean() / N_COMPONENTS)
-        W = scale * rng.random((len(T), N_COMPONENTS))
+        scale = np.sqrt(abs(T).mean() / N_COMPONENTS)
+        W = scale * rng.random((n_rows, N_COMPONENTS))
         H = scale * rng.random((N_COMPONENTS, T.shape[1]))
         return {}, lambda: {"W": W.copy(), "H": H.copy()}
     return {}, dict
@@ -413,6 +424,18 @@ def iterative_markdown(rows):
     return "\n".join(lines)
 
 
+def iterative_results_name(args):
+    """The iterative section's results file: ``estimators_iterative.json`` for the whole
+    grid, suffixed by the cells and estimators of a restricted run (which then leaves the
+    whole grid's file alone), ``estimators_iterative_quick.json`` with ``--quick``."""
+    if args.quick:
+        return "estimators_iterative_quick.json"
+    parts = list(args.cells or [])
+    if set(args.estimators) != set(ESTIMATORS):
+        parts += [name.lower() for name in args.estimators]
+    return "_".join(["estimators_iterative", *parts]) + ".json"
+
+
 def run_iterative(args):
     """The iterative section (see the module's docstring)."""
     if args.quick:
@@ -424,7 +447,7 @@ def run_iterative(args):
     info = machine()
     print(f"# iterative fits: {n_rows} target rows, {info['cores']} cores, BLAS "
           f"{info['blas']}, median of {args.repeats}", flush=True)
-    name = "estimators_iterative_quick.json" if args.quick else "estimators_iterative.json"
+    name = iterative_results_name(args)
     out = os.path.dirname(os.path.abspath(args.output)) if args.output else RESULTS
     rows = []
     for tuple_ratio, feature_ratio in cells:
@@ -437,12 +460,124 @@ def run_iterative(args):
     print(f"\nwritten to {os.path.join(out, name)}")
 
 
+# ---------------------------------------------------------------------- plain section
+#: Shapes of the plain section: tall and narrow to short and wide, about 400 MB each.
+PLAIN_SHAPES = ((1_000_000, 50), (200_000, 200), (50_000, 1000))
+#: Density of the CSR inputs of the plain section.
+PLAIN_DENSITY = 0.1
+#: The estimators timed on CSR input too (StandardScaler without centering, as
+#: scikit-learn's refuses to center sparse data). PCA is left out: on plain input of either
+#: kind it runs scikit-learn's own fit.
+PLAIN_SPARSE = ("Ridge", "LinearRegression", "LogisticRegression", "KMeans", "NMF",
+                "StandardScaler")
+
+
+def plain_data(n_rows, n_columns, sparse, seed=0):
+    """(X, y) of the plain section: standard normal features (CSR of ``PLAIN_DENSITY``
+    where ``sparse``) and a linear target with noise."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    if sparse:
+        X = sp.random_array((n_rows, n_columns), density=PLAIN_DENSITY, format="csr",
+                            rng=rng, data_sampler=rng.standard_normal)
+        X = sp.csr_matrix(X)
+    else:
+        X = rng.standard_normal((n_rows, n_columns))
+    y = X @ rng.standard_normal(n_columns) + rng.standard_normal(n_rows)
+    return X, np.asarray(y).ravel()
+
+
+def plain_rows(n_rows, n_columns, sparse, estimators, repeats):
+    """The plain section's rows for one shape and input kind."""
+    X, y = plain_data(n_rows, n_columns, sparse)
+    kind = "csr" if sparse else "dense"
+    print(f"\n{kind} {n_rows} x {n_columns}", flush=True)
+    rows = []
+    for name in estimators:
+        if sparse and name not in PLAIN_SPARSE:
+            continue
+        ours, theirs, params, target, compare, feed = ESTIMATORS[name]
+        params = {**params, **ITERATIVE_PARAMS.get(name, {})}
+        if sparse and name == "StandardScaler":
+            params["with_mean"] = False
+        data = abs(X) if feed == "abs" else X
+        start, fit_start = same_start(name, data)
+        params.update(start)
+        args = (data,) if target is None else (data, as_labels(y) if target == "classify"
+                                                else y)
+        models = {}
+
+        def timed(key, make_model):
+            def run():
+                models[key] = make_model().fit(*args, **fit_start())
+            return run
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ours_s, sklearn_s = median_times(
+                [timed("ours", lambda: ours(**params)),
+                 timed("sklearn", lambda: theirs(**params))], repeats)
+        row = {"input": kind, "shape": [n_rows, n_columns], "estimator": name,
+               "seconds": {"ours": ours_s, "sklearn": sklearn_s},
+               "ours_over_sklearn": ours_s / sklearn_s,
+               "n_iter": {side: iterations(models[side]) for side in models},
+               "gap_vs_sklearn": compare(models["ours"], models["sklearn"],
+                                         range(n_columns), range(n_columns))}
+        rows.append(row)
+        print(f"  {name:<20} ours {ours_s:8.3f}s  sklearn {sklearn_s:8.3f}s  "
+              f"ours / sklearn {row['ours_over_sklearn']:5.2f}  "
+              f"iterations {row['n_iter']['ours']}/{row['n_iter']['sklearn']}  "
+              f"gap {row['gap_vs_sklearn']:.1e}", flush=True)
+    return rows
+
+
+def plain_markdown(rows):
+    lines = ["| input | shape | estimator | ours s | sklearn s | ours / sklearn | gap |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['input']} | {r['shape'][0]} x {r['shape'][1]} | {r['estimator']} | "
+            f"{r['seconds']['ours']:.3f} | {r['seconds']['sklearn']:.3f} | "
+            f"{r['ours_over_sklearn']:.2f} | {r['gap_vs_sklearn']:.1e} |")
+    return "\n".join(lines)
+
+
+def run_plain(args):
+    """The plain section: each estimator against its scikit-learn counterpart on the same
+    plain numpy (and CSR) array, with the same parameters and start."""
+    if args.quick:
+        shapes = [(20_000, 50)]
+    elif args.shapes:
+        shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.shapes]
+    else:
+        shapes = PLAIN_SHAPES
+    info = machine()
+    print(f"# plain input: {info['cores']} cores, BLAS {info['blas']}, interleaved median of "
+          f"{args.repeats}", flush=True)
+    name = "estimators_plain_quick.json" if args.quick else "estimators_plain.json"
+    out = os.path.dirname(os.path.abspath(args.output)) if args.output else RESULTS
+    rows = []
+    for n_rows, n_columns in shapes:
+        for sparse in (False, True):
+            rows += plain_rows(n_rows, n_columns, sparse, args.estimators, args.repeats)
+            write_results(Path(out), name, {"machine": info, "density": PLAIN_DENSITY,
+                                            "iterations": N_ITERATIONS,
+                                            "repeats": args.repeats, "results": rows})
+    print("\n" + plain_markdown(rows))
+    print(f"\nwritten to {os.path.join(out, name)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="small grid and TPC-H SF0.1 (with --iterative: one small cell)")
     parser.add_argument("--iterative", action="store_true",
                         help="the iterative section instead (see the module's docstring)")
+    parser.add_argument("--plain", action="store_true",
+                        help="the plain section instead (see the module's docstring)")
+    parser.add_argument("--shapes", nargs="+", default=None, metavar="ROWSxCOLUMNS",
+                        help="shapes of the plain section, e.g. 1000000x50 50000x1000")
     parser.add_argument("--cells", nargs="+", default=None, metavar="TRxFR",
                         help="cells of the iterative section, e.g. 100x10 20x4")
     parser.add_argument("--rows", type=int, default=None,
@@ -464,6 +599,8 @@ def main():
     args = parser.parse_args()
     if args.iterative:
         return run_iterative(args)
+    if args.plain:
+        return run_plain(args)
     args.output = args.output or os.path.join(RESULTS, "estimators.json")
 
     print(f"cores: {os.cpu_count()}, {platform.processor() or platform.machine()}, "

@@ -7,11 +7,14 @@ from .exceptions import MaterializationWarning, NotFactorizableError
 from .linear_model import (
     FactorizedLinearRegression,
     FactorizedLogisticRegression,
+    FactorizedLogisticRegressionCV,
     FactorizedRidge,
+    FactorizedRidgeCV,
 )
-from .normalized import NormalizedMatrix
+from .normalized import NormalizedMatrix, PartitionedMatrix
 from .preprocessing import FactorizedStandardScaler
 from .tables import Join, Union, from_tables
+from .utils._cache import cache_info, clear_cache
 
 __version__ = "0.1.0"
 
@@ -19,15 +22,20 @@ __all__ = [
     "FactorizedKMeans",
     "FactorizedLinearRegression",
     "FactorizedLogisticRegression",
+    "FactorizedLogisticRegressionCV",
     "FactorizedNMF",
     "FactorizedPCA",
     "FactorizedRidge",
+    "FactorizedRidgeCV",
     "FactorizedStandardScaler",
     "Join",
     "MaterializationWarning",
     "NormalizedMatrix",
     "NotFactorizableError",
+    "PartitionedMatrix",
     "Union",
+    "cache_info",
+    "clear_cache",
     "config_context",
     "from_tables",
     "get_config",

@@ -28,10 +28,11 @@ class Option:
     default : object
     choices : tuple or None
         The values allowed, where they are a fixed set.
-    kind : {"choice", "int", "count", "float", "path", "verbosity"}
+    kind : {"choice", "int", "count", "float", "path", "verbosity", "cache"}
         What is checked: one of ``choices``, a non-negative integer, a positive integer (a
         step, which cannot be 0), a non-negative number, a path (str or
-        os.PathLike) or None, a verbosity (non-negative integer or bool).
+        os.PathLike) or None, a verbosity (non-negative integer or bool), where results
+        are kept (None, ``'memory'``, a folder or a ``joblib.Memory``).
     doc : str
     """
 
@@ -74,6 +75,39 @@ OPTIONS = {
             "data. The step size of gradient descent (``learning_rate='auto'``) follows the "
             "same rule: the gram's largest eigenvalue (``scipy.linalg.eigh``), or Lanczos "
             "(``scipy.sparse.linalg.eigsh``) over the products."),
+    "cv_gram_max_cancellation": Option(
+        1e3, "float",
+        doc="``FactorizedRidgeCV(cv=k)`` takes each training fold's centered gram as the "
+            "total gram minus the held-out rows', both centered by the overall mean, less the "
+            "rank-one term of the fold's own mean. Where that term cancels more than this "
+            "factor of a column's (or a target's) sum of squares (the fold's mean lies far "
+            "from the overall one against its spread), the fold's gram is computed again "
+            "from its own rows, centered by their mean. Below 1, every fold is."),
+    "cv_working_memory": Option(
+        256.0, "float",
+        doc="Memory (MiB) for the arrays that ``FactorizedRidgeCV`` holds across the rows: "
+            "leave-one-out's ``X @ V`` (``n x c``) is held where it fits, else taken a slice "
+            "of rows at a time; the predictions of the penalties are taken as many "
+            "penalties at a time as fit."),
+    # Reuse of expensive results across fits (sklearn_ilargi/utils/_cache.py).
+    "cache": Option(
+        None, "cache",
+        doc="Keep the expensive results of a training matrix (grams, column sums and sums "
+            "of squares, row norms, column extremes, ``X.T @ y`` of the closed forms) for "
+            "the next fits over the same rows, as the candidates of ``GridSearchCV`` that "
+            "share a fold: None keeps nothing; ``'memory'`` keeps them in this process (at "
+            "most ``cache_max_bytes``); a folder (str or os.PathLike, any other string) or a "
+            "``joblib.Memory`` keeps them on disk, where ``GridSearchCV(n_jobs=...)``'s "
+            "worker processes share them. A result is found by a fingerprint of the sources, "
+            "row maps (a fold's rows included), shift, dtype, operation and arguments "
+            "(sample weights by content), and comes back as computed. Safe only while the "
+            "sources are not changed in place: each source object is digested once per "
+            "process (call ``clear_cache()`` after changing one). Data on the GPU is not "
+            "cached."),
+    "cache_max_bytes": Option(
+        1 << 30, "int",
+        doc="The most bytes of results that ``cache='memory'`` keeps (1 GiB by default); the "
+            "least recently used go first, and a larger result is not kept."),
     # Storage of the sources, decided once when a matrix is built.
     "dense_storage_density": Option(
         1 / 6, "float",
@@ -111,6 +145,20 @@ OPTIONS = {
             "table, say) and at most this many is taken as one dot product per pair of "
             "columns rather than by BLAS's symmetric product, which is slow for so few "
             "columns (CPU); 0 always uses BLAS."),
+    "sparse_gram_densify_ratio": Option(
+        16.0, "float",
+        doc="The gram of a sparse matrix is summed over dense copies of slices of its rows "
+            "(each slice's sparse transpose times its dense copy) where that multiplies at "
+            "most this many times the pairs of entries that a sparse product multiplies "
+            "(``n_columns * nnz <= ratio * sum(nnz per row ** 2)``, about ``ratio`` times "
+            "the density of the matrix): a dense inner loop, many times faster per "
+            "multiplication than scipy's sparse product; else by scipy's sparse product "
+            "(CPU). 0 always takes the sparse product."),
+    "sparse_gram_slice_values": Option(
+        1 << 20, "int",
+        doc="Values of the dense copy of one slice of rows of a sparse matrix whose gram is "
+            "summed slice by slice (see ``sparse_gram_densify_ratio``): small enough to stay "
+            "in the cache."),
     "gather_scatter_max_columns": Option(
         8, "int",
         doc="Two dimensions pair in the gram by gathering and scattering when one has at most "
@@ -168,7 +216,8 @@ OPTIONS = {
         doc="Logistic regression limits BLAS and its pointwise loss to one thread below this "
             "many cells of ``X`` (its small products lose more to thread start-up than they "
             "gain); so does the gram for the products of its factorized blocks, below this "
-            "many cells of theirs."),
+            "many cells of theirs, and ``FactorizedRidgeCV`` for a whole fit, below this many "
+            "cells of ``X``, and for each eigendecomposition, below this many of its matrix."),
     # Reading tables.
     "table_chunk_rows": Option(
         1 << 18, "count",
@@ -196,6 +245,12 @@ def _check(name, value):
     elif kind == "path":
         ok = value is None or isinstance(value, str) or hasattr(value, "__fspath__")
         expected = "a path (str or os.PathLike), 'heuristic' or None"
+    elif kind == "cache":
+        from joblib import Memory
+
+        ok = (value is None or (isinstance(value, str) and value != "")
+              or hasattr(value, "__fspath__") or isinstance(value, Memory))
+        expected = "None, 'memory', a folder (str or os.PathLike) or a joblib.Memory"
     elif kind == "verbosity":
         ok = isinstance(value, numbers.Integral) and value >= 0
         expected = "a non-negative integer"

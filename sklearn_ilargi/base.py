@@ -65,6 +65,14 @@ class FactorizedMixin:
         # A copy: on Python 3.11+ the state that scikit-learn hands on is the instance's dict.
         return {**super().__getstate__(), "_carried_settings": settings_to_carry()}
 
+    def __sklearn_clone__(self):
+        # A clone made in a worker process (a nested search's candidates) carries what the
+        # original carried, so that its fits run under the same settings.
+        clone = super().__sklearn_clone__()
+        if "_carried_settings" in vars(self):
+            clone._carried_settings = self._carried_settings
+        return clone
+
     def _dispatch(self, X, profile=None, *, backend):
         """Decide the path of this fit, record it, and return ``X`` prepared for it.
 

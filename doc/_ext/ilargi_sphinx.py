@@ -19,6 +19,7 @@ _ACCEPTS = {
     "float": "a non-negative number",
     "path": "a path, ``'heuristic'`` or None",
     "verbosity": "a non-negative integer",
+    "cache": "None, ``'memory'``, a folder (str or os.PathLike) or a ``joblib.Memory``",
 }
 
 

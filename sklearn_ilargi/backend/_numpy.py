@@ -8,6 +8,8 @@ The dense cases of the products and sums are written once for both backends in
 :mod:`._dense`; this module handles the sparse operands.
 """
 
+import functools
+import operator
 import os
 import platform
 from concurrent.futures import ThreadPoolExecutor
@@ -406,10 +408,66 @@ def weighted_gram(s, weights=None):
     the speed of reading them, while a dot product of two long columns runs near it.
     """
     if sp.issparse(s):
-        return dot(s.T, scale_rows(s, weights))
+        rows = sp.csr_matrix(s)  # a view of a CSR matrix; the product would convert others
+        if _densified_slices_pay(rows):
+            return _sparse_gram_by_dense_slices(rows, weights)
+        return dot(rows.T, scale_rows(rows, weights))
     if _columns_contiguous(s) and s.shape[1] <= get_config()["gram_column_dots_max_columns"]:
         return _gram_of_column_pairs(s, weights)
     return _dense.weighted_gram(s, weights)
+
+
+def _densified_slices_pay(s):
+    """Whether the gram of the CSR matrix ``s`` is faster over dense copies of slices of its rows:
+    where they multiply at most ``sparse_gram_densify_ratio`` (a setting) times the pairs of
+    entries that scipy's sparse product multiplies (the sum over rows of their nonzeros
+    squared)."""
+    ratio = get_config()["sparse_gram_densify_ratio"]
+    if ratio <= 0 or s.nnz == 0:
+        return False
+    per_row = np.diff(s.indptr).astype(np.float64)
+    return s.shape[1] * float(s.nnz) <= ratio * float(per_row @ per_row)
+
+
+def _sparse_gram_by_dense_slices(s, weights):
+    """``s.T @ diag(weights) @ s`` for a CSR matrix ``s`` as the sum over slices of its rows of
+    ``slice.T @ dense(diag(w) slice)``: a sparse times dense product per slice, whose dense
+    copy (``sparse_gram_slice_values`` values, a setting) stays in the cache. A matrix of at
+    least ``parallel_slice_rows`` rows (a setting) is cut into one range of rows per thread,
+    summed side by side. Without weights the result is exactly symmetric: entries ``(j, k)``
+    and ``(k, j)`` add the same products in the same order."""
+    n_rows = s.shape[0]
+    parts = threads() if n_rows >= get_config()["parallel_slice_rows"] else 1
+    bounds = np.linspace(0, n_rows, parts + 1).astype(np.int64)
+    grams = map_in_threads(lambda part: _gram_of_dense_slices(s, weights, *part),
+                           zip(bounds[:-1], bounds[1:]))
+    return functools.reduce(operator.add, grams)
+
+
+def _gram_of_dense_slices(s, weights, first_row, end_row):
+    """The gram of rows ``first_row:end_row`` of ``s``, a dense slice of them at a time."""
+    n_columns = s.shape[1]
+    step = max(1, get_config()["sparse_gram_slice_values"] // max(n_columns, 1))
+    dtype = s.dtype if weights is None else np.result_type(s.dtype, weights.dtype)
+    out = np.zeros((n_columns, n_columns), dtype=dtype)
+    buffer = np.empty((max(min(step, end_row - first_row), 0), n_columns), dtype=s.dtype)
+    for start in range(first_row, end_row, step):
+        stop = min(start + step, end_row)
+        rows = _row_slice(s, start, stop)
+        dense = buffer[:stop - start]  # one buffer, reused: it stays in the cache
+        dense.fill(0)
+        rows.toarray(out=dense)
+        if weights is not None:
+            dense = dense * weights[start:stop, None]
+        out += rows.T @ dense
+    return out
+
+
+def _row_slice(s, start, stop):
+    """Rows ``start:stop`` of the CSR matrix ``s``, sharing its values and indices."""
+    first, last = s.indptr[start], s.indptr[stop]
+    return sp.csr_matrix((s.data[first:last], s.indices[first:last],
+                          s.indptr[start:stop + 1] - first), shape=(stop - start, s.shape[1]))
 
 
 def _columns_contiguous(s):

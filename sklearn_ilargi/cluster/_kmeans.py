@@ -2,6 +2,7 @@
 
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -526,19 +527,19 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     n_clusters = centers.shape[0]
     # The weights of the sums, none where every weight is 1 (the same sums, without products).
     summed = None if np.all(sample_weight == 1) else sample_weight.astype(matrix.dtype)
-    labels_old = np.full(matrix.shape[0], -1, dtype=np.int32)
     strict, previous = False, None
     for iteration in range(max_iter):
         labels, partial = _closest_centers(matrix, centers)
-        sums = _cluster_sums(matrix, labels, summed, n_clusters, previous)
-        previous = labels, sums
-        new_centers = _update_centers(matrix, labels, partial, sums.copy(), sample_weight,
-                                      summed)
+        # One comparison with the labels before serves the sums and the strict convergence.
+        moved = None if previous is None else np.flatnonzero(labels != previous.labels)
+        previous = _cluster_sums(matrix, labels, summed, n_clusters, previous, moved)
+        new_centers = _update_centers(matrix, labels, partial, previous.sums.copy(),
+                                      previous.weights, sample_weight)
         if progress.enabled:
             progress(inertia=_inertia(matrix, sample_weight, partial))
         shift = ((new_centers - centers) ** 2).sum()
         labeled_by, centers = centers, new_centers
-        if np.array_equal(labels, labels_old):
+        if moved is not None and not len(moved):
             strict = True
             progress.note(f"Converged at iteration {iteration}: strict convergence.")
             break
@@ -546,7 +547,6 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
             progress.note(f"Converged at iteration {iteration}: center shift {shift} within "
                           f"tolerance {tol}.")
             break
-        labels_old = labels
     if not strict:
         labels, partial = _closest_centers(matrix, centers)
     elif not np.array_equal(centers, labeled_by):
@@ -555,32 +555,56 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     return labels, _inertia(matrix, sample_weight, partial), centers, iteration + 1
 
 
-def _cluster_sums(matrix, labels, weights, n_clusters, previous=None):
-    """The (weighted) column sums of each cluster, ``(n_clusters, n_features)``, through
-    group sums (``weights`` None: unweighted).
+class _ClusterSums(NamedTuple):
+    """What an iteration's labels sum to, kept for the next one (:func:`_cluster_sums`)."""
 
-    ``previous`` holds the labels and the sums of the iteration before. Where at most the
-    ``incremental_sums_max_share`` setting of the samples changed clusters since, only those
-    are summed, added to their new cluster and taken from their old one (their rows twice, in
-    one group sum over ``2 * n_clusters`` groups); else every sample is summed again.
+    labels: np.ndarray
+    #: (n_clusters, n_features): the (weighted) column sums of each cluster.
+    sums: np.ndarray
+    #: (n_clusters,): the weight of each cluster, an exact count where unweighted.
+    weights: np.ndarray
+
+
+def _cluster_sums(matrix, labels, weights, n_clusters, previous=None, moved=None):
+    """The (weighted) column sums and the weight of each cluster, through group sums
+    (``weights`` None: unweighted), as a :class:`_ClusterSums`.
+
+    ``previous`` is the :class:`_ClusterSums` of the iteration before, and ``moved`` the
+    samples whose label changed since. Where at most the ``incremental_sums_max_share``
+    setting of the samples moved, only those are summed, added to their new cluster and taken
+    from their old one (their rows twice, in one group sum over ``2 * n_clusters`` groups);
+    else every sample is summed again. Unweighted, the clusters' weights follow the sums in
+    integers, exact counts (an empty cluster is found by its count of 0, and needs no pass
+    over the labels); weighted, they are summed again, so that no rounding residue hides an
+    empty cluster.
     """
-    if previous is not None:
-        old_labels, old_sums = previous
-        changed = np.flatnonzero(labels != old_labels)
-        if len(changed) <= get_config()["incremental_sums_max_share"] * len(labels):
-            if not len(changed):
-                return old_sums
-            twice = np.concatenate([changed, changed])
-            moves = np.concatenate([labels[changed], old_labels[changed] + n_clusters])
-            moved = matrix.select_rows(twice).group_sums(
-                moves, 2 * n_clusters, None if weights is None else weights[twice]).T
-            return old_sums + moved[:n_clusters] - moved[n_clusters:]
-    return matrix.group_sums(labels, n_clusters, weights).T
+    if previous is not None and len(moved) <= (get_config()["incremental_sums_max_share"]
+                                               * len(labels)):
+        if not len(moved):
+            return previous._replace(labels=labels)
+        twice = np.concatenate([moved, moved])
+        moves = np.concatenate([labels[moved], previous.labels[moved] + n_clusters])
+        moved_sums = matrix.select_rows(twice).group_sums(
+            moves, 2 * n_clusters, None if weights is None else weights[twice]).T
+        sums = previous.sums + moved_sums[:n_clusters] - moved_sums[n_clusters:]
+        if weights is None:
+            counts = np.bincount(moves, minlength=2 * n_clusters)
+            in_cluster = previous.weights + counts[:n_clusters] - counts[n_clusters:]
+        else:
+            in_cluster = _cluster_weights(labels, weights, n_clusters)
+        return _ClusterSums(labels, sums, in_cluster)
+    sums = matrix.group_sums(labels, n_clusters, weights).T
+    return _ClusterSums(labels, sums, _cluster_weights(labels, weights, n_clusters))
 
 
-def _update_centers(matrix, labels, partial, sums, weights, summed):
-    """The weighted means of the clusters from their ``sums`` (changed in place); empty
-    clusters are relocated. ``summed``: the weights that the sums took (None for none).
+def _cluster_weights(labels, weights, n_clusters):
+    """The weight of each cluster: an integer count without ``weights``."""
+    return np.bincount(labels, weights=weights, minlength=n_clusters)
+
+
+def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
+    """The weighted means of the clusters from their ``sums`` (changed in place) and their
+    weights ``in_cluster`` (see :class:`_ClusterSums`); empty clusters are relocated.
 
     As scikit-learn's Lloyd does it: the samples farthest from their centers found the empty
     clusters (:func:`_farthest`; none if every sample sits on its center), and a cluster left
@@ -588,8 +612,7 @@ def _update_centers(matrix, labels, partial, sums, weights, summed):
     center of the heaviest cluster, read as scikit-learn's loop over the clusters reads it:
     that cluster's mean if it comes first, its sums if not.
     """
-    n_clusters = sums.shape[0]
-    in_cluster = np.bincount(labels, weights=summed, minlength=n_clusters).astype(np.float64)
+    in_cluster = in_cluster.astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
     far = _farthest(matrix, partial, empty.size) if empty.size else []
     if len(far):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .._config import get_config
 from ..backend import get_backend, gpu_available, to_numpy
-from ..normalized import NormalizedMatrix
+from ..normalized import NormalizedMatrix, PartitionedMatrix
 from ._candidates import Candidate, candidates, infeasibility
 from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
@@ -340,6 +340,9 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     config = get_config()
     strategy = config["strategy"] if strategy == "auto" else strategy
     backend = config["backend"] if backend == "auto" else backend
+    if backend == "gpu" and isinstance(X, PartitionedMatrix):
+        raise ValueError("A PartitionedMatrix runs on the CPU; backend='gpu' is not "
+                         "supported for partitioned input.")
     if backend == "gpu":
         get_backend("gpu")  # raises naming what is missing
     start = time.perf_counter()
@@ -348,6 +351,8 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     n_columns = X.shape[1] if profile.gram or profile.alternatives else 0
     profile, solver_reason = choose_solver(n_columns, profile)
     solver = {"solver": profile.solver, "solver_reason": solver_reason}
+    if isinstance(X, PartitionedMatrix):
+        return _record(_decide_partitioned(X, profile, strategy, backend, start, solver))
     if not isinstance(X, NormalizedMatrix):
         return _record(Decision("materialized", "cpu" if backend == "auto" else backend,
                                 "the input is a single matrix", profile=profile, **solver))
@@ -382,6 +387,27 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
         profile, **solver,
     )
     return _record(decision)
+
+
+def _decide_partitioned(X, profile, strategy, backend, start, solver):
+    """The decision for a PartitionedMatrix: factorized or materialized per partition.
+
+    Each partition runs as an in-memory matrix (joined with the broadcast dimensions on the
+    materialized path, never collected), so the candidates are priced on one partition, the
+    largest, whose features are computed where it lives. No calibration has timings of Dask
+    runs yet, so the heuristic prices them, and the decision says so. Partitions run on the
+    CPU.
+    """
+    pool = candidates(strategy, "cpu", gpu=False)
+    shared = X.on_largest_partition(fit_features, profile, hardware_info())
+    model = HeuristicCostModel("no calibration has timings of partitioned (Dask) runs")
+    rows = [candidate_features(shared, c.backend, c.strategy) for c in pool]
+    scores = dict(zip(pool, model.predict_seconds(shared, rows)))
+    chosen, reason = _choose(pool, scores, {}, strategy, backend)
+    reason += (f"; partitioned input: {X.npartitions} partitions, each fitted over as an "
+               f"in-memory matrix, priced on the largest ({max(X.row_counts, default=0)} rows)")
+    return Decision(chosen.strategy, chosen.backend, reason, scores, {}, model.source, shared,
+                    time.perf_counter() - start, profile, **solver)
 
 
 def _choose(pool, scores, infeasible, strategy, backend):
@@ -447,6 +473,10 @@ def prepare(X, decision):
     >>> prepare(X, decide(X, strategy="factorized", backend="cpu")) is X
     True
     """
+    if isinstance(X, PartitionedMatrix):
+        if decision.strategy == "materialized":  # each partition joined where it lives
+            return X.materialize_partitions(sparse=bool(decision.features["mat_sparse"]))
+        return X
     if isinstance(X, NormalizedMatrix):
         X = X.to(decision.backend)
         if decision.strategy == "materialized":

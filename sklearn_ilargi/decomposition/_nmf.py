@@ -5,12 +5,14 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from ..utils._sklearn_compat import Interval, Options, StrOptions, _update_cdnmf_fast
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
+from .._config import get_config
 from ..base import FactorizedMixin, falls_back_to_cpu, like_input, reads_fitted_model
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, validate_input
@@ -393,7 +395,12 @@ def _initialize(matrix, n_components, init, random_state):
 
 
 def _leading_singular_triplets(matrix, k):
-    """The top ``k`` singular triplets of ``X`` from the eigenvectors of its gram."""
+    """The top ``k`` singular triplets of ``X``: from the eigenvectors of its gram, or, where
+    ``X`` is wider than the ``closed_form_max_columns`` setting (the dense gram of a one-hot
+    ``X`` takes ``8 c^2`` bytes, its eigendecomposition ``c^3`` FLOPs), from ARPACK's
+    ``svds`` over the products ``X @ v`` and ``X.T @ u``."""
+    if matrix.shape[1] > get_config()["closed_form_max_columns"] and k < min(matrix.shape):
+        return _truncated_triplets(matrix, k)
     values, vectors = np.linalg.eigh(matrix.gram())
     order = np.argsort(values)[::-1][:k]
     S = np.sqrt(np.maximum(values[order], 0.0))
@@ -402,6 +409,23 @@ def _leading_singular_triplets(matrix, k):
     with np.errstate(divide="ignore", invalid="ignore"):
         U = np.where(S > 0, projected / S, 0.0)
     return U, S, V
+
+
+def _truncated_triplets(matrix, k):
+    """The top ``k`` singular triplets of ``X`` by ``svds``, largest first; its start vector
+    is fixed, so that the initialization is the same in every fit."""
+    operator = scipy.sparse.linalg.LinearOperator(
+        matrix.shape, dtype=np.float64,
+        matvec=lambda v: _as_float64(matrix.matmul(np.ravel(v).astype(matrix.dtype))),
+        rmatvec=lambda u: _as_float64(matrix.rmatmul(np.ravel(u).astype(matrix.dtype))),
+    )
+    U, S, V = scipy.sparse.linalg.svds(operator, k=k, random_state=0)
+    order = np.argsort(S)[::-1]
+    return U[:, order], S[order], V[order]
+
+
+def _as_float64(a):
+    return np.asarray(a, dtype=np.float64)
 
 
 def _nndsvd(U, S, V, eps=1e-6):

@@ -289,12 +289,12 @@ class FactorizedPCA(FactorizedMixin, PCA):
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
         projection = self.components_.T.astype(X.dtype, copy=False)
-        out = TrainingMatrix(X).matmul(projection)
-        out -= self.mean_ @ projection
+        out = TrainingMatrix(X).matmul(projection, lazy=True)  # Dask rows stay Dask
+        out = out - self.mean_ @ projection
         if self.whiten:
             scale = np.sqrt(self.explained_variance_)
             scale[scale < np.finfo(scale.dtype).eps] = np.finfo(scale.dtype).eps
-            out /= scale
+            out = out / scale
         return out
 
     @reads_fitted_model

@@ -8,6 +8,7 @@ scipy.sparse matrix on the materialized one; either may live on the GPU. Centeri
 each product, so no centered copy of ``X`` is built.
 """
 
+import functools
 import numbers
 import warnings
 
@@ -60,7 +61,8 @@ def linear_predict(estimator, X):
     """``X @ coef_.T + intercept_``, factorized when ``X`` is a NormalizedMatrix."""
     check_is_fitted(estimator)
     X = validate_input(estimator, X, reset=False, accept_sparse=ACCEPT_SPARSE)
-    return TrainingMatrix(X).matmul(estimator.coef_.T) + estimator.intercept_
+    # lazy: the predictions of a PartitionedMatrix stay a Dask array of its rows.
+    return TrainingMatrix(X).matmul(estimator.coef_.T, lazy=True) + estimator.intercept_
 
 
 # ---------------------------------------------------------------------- least squares
@@ -89,9 +91,11 @@ def solve_normal_equations(gram_centered, rhs, alpha, constant=None, rcond=0.0,
     rhs : ndarray of shape (c, t)
     alpha : ndarray of shape (t,)
         Penalty per target; ``0`` means ordinary least squares.
-    constant : ndarray of bool of shape (c,), default=None
+    constant : ndarray of bool of shape (c,), callable or None, default=None
         The columns that hold one value in every row: their coefficients are 0 (see
-        :func:`minimum_norm_solve`). None for none.
+        :func:`minimum_norm_solve`). None for none. A callable returns that mask (or None),
+        and is called only where a solve needs it (the Cholesky solve of a penalized system
+        does not): finding those columns reads all of ``X``.
     rcond : float, default=0.0
         Without penalty, singular values of ``sqrt(W) Xc`` below ``rcond`` times the largest
         count as zero (``cond`` of ``scipy.linalg.lstsq``).
@@ -106,6 +110,7 @@ def solve_normal_equations(gram_centered, rhs, alpha, constant=None, rcond=0.0,
     """
     out = np.empty_like(rhs)
     rank = gram_centered.shape[0]
+    mask = constant if callable(constant) else lambda: constant
     penalty = np.ones(rank) if penalty is None else penalty
     for value in np.unique(alpha[alpha > 0]):
         targets = alpha == value
@@ -113,11 +118,11 @@ def solve_normal_equations(gram_centered, rhs, alpha, constant=None, rcond=0.0,
         try:
             out[:, targets] = scipy.linalg.solve(penalized, rhs[:, targets], assume_a="pos")
         except np.linalg.LinAlgError:
-            out[:, targets], _ = minimum_norm_solve(penalized, rhs[:, targets], constant)
+            out[:, targets], _ = minimum_norm_solve(penalized, rhs[:, targets], mask())
     unpenalized = alpha == 0
     if unpenalized.any():
         out[:, unpenalized], rank = minimum_norm_solve(
-            gram_centered, rhs[:, unpenalized], constant, rcond)
+            gram_centered, rhs[:, unpenalized], mask(), rcond)
     return out, rank
 
 
@@ -204,7 +209,8 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
     y_mean : ndarray of shape (t,)
     rank : int
     """
-    constant = matrix.constant_columns() if fit_intercept else None
+    # Found once, and only if a solve asks (see solve_normal_equations).
+    constant = functools.cache(matrix.constant_columns) if fit_intercept else None
     solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond,
                                  constant)
     if solution is not None:
@@ -230,14 +236,36 @@ def _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond, con
         x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
         if not (np.isfinite(x_mean).all() and np.isfinite(y_mean).all()):
             return None
-        centered = matrix.centered(x_mean) if fit_intercept else matrix
-        gram = centered.gram(_unless_unit(sample_weight))
-        gram = (gram + gram.T) / 2
-        rhs = centered.rmatmul(sample_weight[:, None] * (y - y_mean))
+        _, gram, rhs = centered_normal_equations(matrix, y, sample_weight, x_mean, y_mean,
+                                                 fit_intercept)
     if not (np.isfinite(gram).all() and np.isfinite(rhs).all()):
         return None
     coef, rank = solve_normal_equations(gram, rhs, alpha, constant, rcond, penalty)
     return coef, x_mean, y_mean, rank
+
+
+def centered_normal_equations(matrix, y, sample_weight, x_mean, y_mean, fit_intercept):
+    """The normal equations of weighted least squares on data centered by its means.
+
+    ``X`` is centered before the gram squares it (:meth:`TrainingMatrix.centered`), so a
+    column whose mean is large against its spread keeps its digits; without an intercept
+    nothing is centered.
+
+    Returns
+    -------
+    centered : TrainingMatrix
+        ``X - 1 x_mean^T`` (``matrix`` itself without an intercept).
+    gram : ndarray of shape (c, c)
+        ``Xc.T W Xc``, symmetric.
+    rhs : ndarray of shape (c, t)
+        ``Xc.T W (y - y_mean)``.
+    """
+    centered = matrix.centered(x_mean) if fit_intercept else matrix
+    gram = centered.gram(_unless_unit(sample_weight))
+    gram = (gram + gram.T) / 2
+    # The same for every candidate of a search over one fold: kept by the cache setting.
+    rhs = centered.reused_rmatmul(sample_weight[:, None] * (y - y_mean))
+    return centered, gram, rhs
 
 
 def _power_of_two(magnitude):

@@ -27,7 +27,7 @@ ITERATIVE_SOLVERS = ("lsqr", "sparse_cg")
 
 
 def least_squares_iterative(matrix, y, sample_weight, alpha, x_mean, y_mean, *, solver, tol,
-                            max_iter=None, progress=None):
+                            max_iter=None, progress=None, coef_init=None):
     """(Ridge) least squares by LSQR or conjugate gradients, one solve per target.
 
     Minimizes ``||sqrt(w) ((X - 1 x_mean^T) b - (y - y_mean))||^2 + alpha ||b||^2`` for
@@ -57,6 +57,11 @@ def least_squares_iterative(matrix, y, sample_weight, alpha, x_mean, y_mean, *, 
         ``10`` times the system's size for conjugate gradients).
     progress : IterationProgress, optional
         Told of every iteration.
+    coef_init : ndarray of shape (n_features, n_targets), default=None
+        Where each solve starts (a warm start: the solution at a nearby penalty); None
+        starts at 0. Conjugate gradients on the kernel system start from the dual point
+        ``d = (y - A coef_init) / alpha`` of that start, whose ``A.T d`` it is at the
+        solution.
 
     Returns
     -------
@@ -81,8 +86,9 @@ def least_squares_iterative(matrix, y, sample_weight, alpha, x_mean, y_mean, *, 
     coef = np.empty((matrix.shape[1], y.shape[1]))
     n_iter = np.empty(y.shape[1], dtype=np.int32)
     for target in range(y.shape[1]):
+        start = None if coef_init is None else coef_init[:, target]
         coef[:, target], n_iter[target] = solve(operator, targets[:, target], alpha[target],
-                                                tol, max_iter, progress)
+                                                tol, max_iter, progress, start)
     return coef, n_iter
 
 
@@ -107,19 +113,20 @@ def _weighted_operator(centered, root, progress):
                                               rmatvec=rmatvec, dtype=np.float64)
 
 
-def _lsqr(operator, target, alpha, tol, max_iter, progress):
+def _lsqr(operator, target, alpha, tol, max_iter, progress, start=None):
     """One LSQR solve, as scikit-learn's ``_solve_lsqr``: ``(coef, n_iter)``."""
     limit = 2 * operator.shape[1] if max_iter is None else max_iter
     coef, stop, n_iter = scipy.sparse.linalg.lsqr(operator, target, damp=np.sqrt(alpha),
-                                                  atol=tol, btol=tol, iter_lim=limit)[:3]
+                                                  atol=tol, btol=tol, iter_lim=limit,
+                                                  x0=start)[:3]
     if stop == 7:  # LSQR's code for "the iteration limit was reached"
         _warn_not_converged("lsqr", limit)
     return coef, n_iter
 
 
-def _sparse_cg(operator, target, alpha, tol, max_iter, progress):
+def _sparse_cg(operator, target, alpha, tol, max_iter, progress, start=None):
     """One conjugate-gradient solve, as scikit-learn's ``_solve_sparse_cg``:
-    ``(coef, n_iter)``."""
+    ``(coef, n_iter)``; ``start`` is a first guess of ``coef`` (None: 0)."""
     n_rows, n_columns = operator.shape
     kernel = n_columns > n_rows  # the smaller system: rows, not columns
 
@@ -131,6 +138,8 @@ def _sparse_cg(operator, target, alpha, tol, max_iter, progress):
     size = n_rows if kernel else n_columns
     system = scipy.sparse.linalg.LinearOperator((size, size), matvec=apply, dtype=np.float64)
     right = target if kernel else operator.rmatvec(target)
+    if start is not None and kernel:
+        start = (target - operator.matvec(start)) / alpha if alpha > 0 else None
     limit = 10 * size if max_iter is None else max_iter
     iterations = []
 
@@ -139,7 +148,8 @@ def _sparse_cg(operator, target, alpha, tol, max_iter, progress):
         if progress is not None:
             progress()
 
-    solution, info = _sparse_linalg_cg(system, right, rtol=tol, maxiter=limit, callback=count)
+    solution, info = _sparse_linalg_cg(system, right, x0=start, rtol=tol, maxiter=limit,
+                                       callback=count)
     if info < 0:
         raise ValueError(f"Conjugate gradients failed with error code {info}.")
     if info > 0:

@@ -162,6 +162,27 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
     @falls_back_to_cpu
     def _fit(self, X, y, sample_weight, *, backend):
         X, y, sample_weight = check_fit_input(self, X, y, sample_weight, classifier=True)
+        y_index, sample_weight = self._encode_classes(y, sample_weight)
+        n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
+        iterations = expected_iterations(self.max_iter, self.tol)
+        profile = OperationProfile(matmul=iterations, rmatmul=iterations, width=n_outputs,
+                                   iterations=iterations, max_iter=self.max_iter,
+                                   classes=len(self.classes_), name=type(self).__name__)
+        matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
+        start = self._initial_coef((X.shape[1] + int(self.fit_intercept)) * n_outputs)
+        coefs, n_iter = logistic_path(
+            matrix, y_index, len(self.classes_), sample_weight, [self.C],
+            fit_intercept=self.fit_intercept, max_iter=self.max_iter, tol=self.tol,
+            solver=self.solver, learning_rate=self.learning_rate, start=start,
+            verbose=self.verbose, description=type(self).__name__,
+        )
+        self.coef_, self.intercept_ = split_intercept(coefs[0], self.fit_intercept)
+        self.n_iter_ = n_iter
+        return self
+
+    def _encode_classes(self, y, sample_weight):
+        """Set ``classes_``; return each sample's class index, and ``sample_weight`` times the
+        weight of its class (``class_weight``, from all of ``y``)."""
         check_classification_targets(y)
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) < 2:
@@ -174,40 +195,10 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
                                            sample_weight=sample_weight)
             sample_weight = sample_weight * weights[y_index]
         self.classes_ = classes
-        n_outputs = 1 if len(classes) == 2 else len(classes)
-        iterations = expected_iterations(self.max_iter, self.tol)
-        profile = OperationProfile(matmul=iterations, rmatmul=iterations, width=n_outputs,
-                                   iterations=iterations, max_iter=self.max_iter,
-                                   classes=len(classes), name=type(self).__name__)
-        matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
-        l2 = 0.0 if np.isinf(self.C) else 1.0 / (self.C * sample_weight.sum())
-        # Below ``one_thread_cells`` the solver runs on one BLAS thread, and the pointwise
-        # loss on one OpenMP thread: it alternates matrix-vector products with its own small
-        # steps, and with more threads each product pays for waking the others, more than
-        # they bring at that size (``benchmarks/estimators.py`` times the fits).
-        small = X.shape[0] * X.shape[1] < get_config()["one_thread_cells"]
-        n_threads = 1 if small else _openmp_effective_n_threads()
-        loss = LogisticLoss(matrix, y_index, len(classes), sample_weight,
-                            self.fit_intercept, l2, n_threads=n_threads)
-        start = self._initial_coef(loss)
-        progress = IterationProgress(self.verbose, self.max_iter, type(self).__name__)
-        with one_blas_thread(small), progress:
-            if self.solver == "gd":
-                learning_rate = self.learning_rate
-                if learning_rate == "auto":
-                    learning_rate = 1.0 / loss.curvature()
-                flat, n_iter = gradient_descent(loss.gradient, start, learning_rate,
-                                                self.max_iter, self.tol, progress)
-            else:
-                flat, n_iter = _lbfgs(loss, start, self.max_iter, self.tol, progress)
-        coef, intercept = loss.unpack(flat)
-        self.coef_ = np.ascontiguousarray(coef.T)
-        self.intercept_ = np.array(intercept, dtype=np.float64)
-        self.n_iter_ = np.array([n_iter], dtype=np.int32)
-        return self
+        return y_index, sample_weight
 
-    def _initial_coef(self, loss):
-        start = np.zeros(loss.n_parameters)
+    def _initial_coef(self, n_parameters):
+        start = np.zeros(n_parameters)
         if self.warm_start and hasattr(self, "coef_"):
             previous = self.coef_.T
             if self.fit_intercept:
@@ -269,7 +260,9 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         scores = self.decision_function(X)
         if scores.ndim == 1:
             positive = expit(scores)
-            return np.column_stack([1 - positive, positive])
+            # np.stack, not column_stack: Dask implements it, for the scores of a
+            # PartitionedMatrix
+            return np.stack([1 - positive, positive], axis=1)
         return softmax(scores, axis=1)
 
     @reads_fitted_model
@@ -288,7 +281,7 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         """
         scores = self.decision_function(X)
         if scores.ndim == 1:
-            return np.column_stack([-np.logaddexp(0, scores), -np.logaddexp(0, -scores)])
+            return np.stack([-np.logaddexp(0, scores), -np.logaddexp(0, -scores)], axis=1)
         return log_softmax(scores, axis=1)
 
     # scikit-learn's score calls predict, which must then give host results.
@@ -298,6 +291,74 @@ class FactorizedLogisticRegression(FactorizedMixin, ClassifierMixin, BaseEstimat
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def logistic_path(matrix, y_index, n_classes, sample_weight, Cs, *, fit_intercept,
+                  max_iter, tol, solver="lbfgs", learning_rate="auto", start=None, verbose=0,
+                  description=""):
+    """Fit the model for each C of ``Cs`` in turn, each fit started from the previous one's
+    solution (the path of scikit-learn's ``_logistic_regression_path``).
+
+    Parameters
+    ----------
+    matrix : TrainingMatrix
+        ``X`` of shape (n_samples, n_features).
+    y_index : ndarray of int of shape (n_samples,)
+        Class indices in ``[0, n_classes)``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,)
+    Cs : sequence of float
+        Inverses of the penalty's strength, in the order of the path; ``numpy.inf`` for no
+        penalty.
+    fit_intercept : bool
+    max_iter, tol, solver, learning_rate
+        As :class:`FactorizedLogisticRegression` takes them, for each C.
+    start : ndarray, default=None
+        The first fit's start (the flat layout of
+        :class:`~sklearn_ilargi.linear_model._linear_loss.LogisticLoss`); zeros when None.
+    verbose : int, default=0
+    description : str, default=""
+        What the progress report calls the fit.
+
+    Returns
+    -------
+    coefs : ndarray of shape (n_cs, n_features + fit_intercept, n_outputs)
+        Each C's coefficients, the intercept in the last row; ``n_outputs`` is 1 for two
+        classes and ``n_classes`` beyond.
+    n_iter : ndarray of int32 of shape (n_cs,)
+        Each C's iterations.
+    """
+    # Below ``one_thread_cells`` the solver runs on one BLAS thread, and the pointwise
+    # loss on one OpenMP thread: it alternates matrix-vector products with its own small
+    # steps, and with more threads each product pays for waking the others, more than
+    # they bring at that size (``benchmarks/estimators.py`` times the fits).
+    small = matrix.shape[0] * matrix.shape[1] < get_config()["one_thread_cells"]
+    n_threads = 1 if small else _openmp_effective_n_threads()
+    loss = LogisticLoss(matrix, y_index, n_classes, sample_weight, fit_intercept, 0.0,
+                        n_threads=n_threads)
+    flat = np.zeros(loss.n_parameters) if start is None else np.ravel(start)
+    coefs, n_iter = [], []
+    progress = IterationProgress(verbose, max_iter * len(Cs), description)
+    with one_blas_thread(small), progress:
+        for C in Cs:
+            loss.l2_reg_strength = 0.0 if np.isinf(C) else 1.0 / (C * loss.weight_sum)
+            if solver == "gd":
+                rate = 1.0 / loss.curvature() if learning_rate == "auto" else learning_rate
+                flat, iterations = gradient_descent(loss.gradient, flat, rate, max_iter, tol,
+                                                    progress)
+            else:
+                flat, iterations = _lbfgs(loss, flat, max_iter, tol, progress)
+            coefs.append(flat.reshape(-1, loss.n_outputs))
+            n_iter.append(iterations)
+    return np.stack(coefs), np.array(n_iter, dtype=np.int32)
+
+
+def split_intercept(coef, fit_intercept):
+    """``coef_`` of shape (n_outputs, n_features) and ``intercept_`` of shape (n_outputs,)
+    from one C's coefficients of :func:`logistic_path` (zeros without an intercept)."""
+    if not fit_intercept:
+        return np.ascontiguousarray(coef.T), np.zeros(coef.shape[1])
+    return np.ascontiguousarray(coef[:-1].T), np.array(coef[-1], dtype=np.float64)
 
 
 def _lbfgs(loss, start, max_iter, tol, progress):

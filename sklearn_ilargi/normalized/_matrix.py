@@ -107,9 +107,12 @@ class NormalizedMatrix:
 
         Returns
         -------
-        NormalizedMatrix
+        NormalizedMatrix or PartitionedMatrix
             The target matrix over the given sources; overlapping sources are split into
-            disjoint blocks, the first source winning each shared cell.
+            disjoint blocks, the first source winning each shared cell. Where a source or
+            an indicator is a Dask array (the fact table, larger than memory), a
+            :class:`~sklearn_ilargi.normalized.PartitionedMatrix` whose row partitions are
+            those of the Dask arrays (see ``PartitionedMatrix.from_matrices``).
 
         Examples
         --------
@@ -133,6 +136,12 @@ class NormalizedMatrix:
         indicators = list(indicators)
         if not sources:
             raise ValueError("A NormalizedMatrix needs at least one source.")
+        from ._partitioned import PartitionedMatrix, is_dask_collection
+
+        if any(is_dask_collection(x) for x in (*sources, *indicators)):
+            return PartitionedMatrix.from_matrices(
+                sources, indicators, mappings, n_columns=n_columns,
+                feature_names=feature_names, source_names=source_names)
         if len(indicators) != len(sources):
             raise ValueError(
                 f"Got {len(sources)} sources but {len(indicators)} indicators; give one each."
@@ -319,6 +328,12 @@ class NormalizedMatrix:
 
     def __len__(self):
         return self.shape[0]
+
+    def __sizeof__(self):
+        # What sys.getsizeof (and so dask.sizeof) reports: with the sources' bytes,
+        # joblib's Dask backend scatters the matrix to each worker once instead of sending
+        # it along with every task of a search.
+        return object.__sizeof__(self) + self.nbytes
 
     def __repr__(self):
         shifted = ", shifted" if self.shift is not None else ""

@@ -9,8 +9,10 @@ from ._input import NUMERIC, is_decimal, numeric_values
 from ._keys import (
     Matches, duplicated_pair, expand, expand_unique, gather, key_codes, target_codes)
 from ..normalized import NormalizedMatrix
+from ..normalized._partitioned import is_dask_collection
 from ..normalized._row_map import index_dtype
 from ._layout import build_sources, plan_attributes
+from ._partitioned import partitioned_from_tables
 from ._spec import Join, Node, Union, default_name
 
 __all__ = ["Join", "Union", "from_tables"]
@@ -57,10 +59,14 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
 
     Returns
     -------
-    X : NormalizedMatrix
-        With ``feature_names`` set.
-    y : ndarray
-        Only when ``target`` is given: the target column aligned with ``X``'s rows.
+    X : NormalizedMatrix or PartitionedMatrix
+        With ``feature_names`` set. For a ``dask.dataframe.DataFrame`` ``base`` (a fact
+        table larger than memory), a :class:`~sklearn_ilargi.normalized.PartitionedMatrix`
+        over its partitions, the joined tables in memory and sent to the workers once (see
+        ``sklearn_ilargi.tables._partitioned`` for the joins it supports).
+    y : ndarray or dask.array.Array
+        Only when ``target`` is given: the target column aligned with ``X``'s rows (a Dask
+        array chunked like ``X``'s partitions for a Dask ``base``).
 
     Notes
     -----
@@ -96,6 +102,9 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
     joins = _join_list(joins)
     if not (isinstance(fill_value, numbers.Real) and np.isfinite(fill_value)):
         raise ValueError(f"fill_value must be a finite number, got {fill_value!r}.")
+    if is_dask_collection(base):  # a fact table larger than memory: partitioned
+        return partitioned_from_tables(base, joins, target=target, features=features,
+                                       categorical=categorical, fill_value=fill_value)
     names = [default_name(base, 0)] + [j.name or default_name(j.table, i + 1)
                                        for i, j in enumerate(joins)]
     seen = set()

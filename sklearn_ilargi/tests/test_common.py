@@ -10,8 +10,10 @@ import sklearn_ilargi
 
 #: Parameters for the checks, as scikit-learn sets them for its counterparts
 #: (``sklearn/utils/_test_common/instance_generator.py``): NMF's ``fit_transform`` and
-#: ``transform`` agree to the checks' tolerance once the fit has converged.
-CHECK_PARAMS = {"FactorizedNMF": {"max_iter": 500}}
+#: ``transform`` agree to the checks' tolerance once the fit has converged; the
+#: cross-validated logistic regression tries 3 Cs on 3 folds (scikit-learn's, on 3 folds).
+CHECK_PARAMS = {"FactorizedNMF": {"max_iter": 500},
+                "FactorizedLogisticRegressionCV": {"Cs": 3, "cv": 3}}
 
 
 def public_estimators():
@@ -35,6 +37,14 @@ def iterative_variants():
     ]
 
 
-@parametrize_with_checks(public_estimators() + iterative_variants())
+def cross_validation_variants():
+    """k-fold cross-validation, where the default is leave-one-out (the path with wide data,
+    conjugate gradients per fold, is checked in ``linear_model/tests/test_ridge_cv.py``
+    under a setting)."""
+    return [sklearn_ilargi.FactorizedRidgeCV(cv=3)]
+
+
+@parametrize_with_checks(public_estimators() + iterative_variants()
+                         + cross_validation_variants())
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -12,6 +12,7 @@ from sklearn_ilargi._config import OPTIONS
 WRONG_VALUES = {
     "choice": ["fast", 123, None],
     "path": [123, 1.5],
+    "cache": [123, 1.5, ""],
     "verbosity": [-1, 1.5, "1"],
     "int": [-1, True, 1.5, "8", None],
     "count": [0, -1, True, 1.5],

@@ -38,9 +38,11 @@ from sklearn_ilargi import (
     FactorizedKMeans,
     FactorizedLinearRegression,
     FactorizedLogisticRegression,
+    FactorizedLogisticRegressionCV,
     FactorizedNMF,
     FactorizedPCA,
     FactorizedRidge,
+    FactorizedRidgeCV,
     FactorizedStandardScaler,
     Join,
     NormalizedMatrix,
@@ -138,7 +140,10 @@ ESTIMATORS = [
     (FactorizedLinearRegression(), "regression", False),
     (FactorizedRidge(alpha=0.5), "regression", False),
     (FactorizedRidge(solver="gd", max_iter=30), "regression", False),
+    (FactorizedRidgeCV(), "regression", False),
+    (FactorizedRidgeCV(cv=3), "regression", False),
     (FactorizedLogisticRegression(max_iter=30), "labels", False),
+    (FactorizedLogisticRegressionCV(Cs=2, cv=3, max_iter=30), "labels", False),
     (FactorizedKMeans(n_clusters=2, n_init=1, max_iter=10, random_state=0), None, False),
     (FactorizedPCA(n_components=2, random_state=0), None, False),
     (FactorizedNMF(n_components=2, max_iter=30, random_state=0), None, True),
@@ -537,6 +542,7 @@ TOOL_ESTIMATORS = [
      "labels"),
     (make_pipeline(FactorizedStandardScaler(**FACTORIZED), FactorizedRidge(**FACTORIZED)),
      {"factorizedridge__alpha": [0.1, 1.0, 10.0]}, "regression"),
+    (FactorizedRidgeCV(cv=3, **FACTORIZED), {"fit_intercept": [True, False]}, "regression"),
 ]
 
 

@@ -120,6 +120,22 @@ def test_searches_in_processes(data):
     assert [e.strategy_ for e in scores["estimator"]] == ["factorized"] * 2
 
 
+def nested_search(estimator, X, y):
+    """In a worker: a search with ``n_jobs=1``, whose candidates are clones."""
+    search = GridSearchCV(estimator, {"fit_intercept": [True, False]}, cv=2, refit=False,
+                          scoring=lambda e, X, y: e.strategy_ == "factorized")
+    return search.fit(X, y).cv_results_["mean_test_score"].tolist()
+
+
+def test_clones_in_a_worker_carry_the_settings(data):
+    X, y = data
+    with config_context(strategy="factorized"):
+        scores = joblib.Parallel(n_jobs=2)(
+            joblib.delayed(nested_search)(FactorizedLinearRegression(), X, y)
+            for _ in range(2))
+    assert scores == [[1.0, 1.0]] * 2
+
+
 def set_and_fit(settings, estimator, X, y):
     """In a worker: change its own settings, then fit an estimator that carries others."""
     set_config(**settings)

@@ -13,7 +13,11 @@ import numpy as np
 from .. import ops
 from ..backend import backend_of, to_numpy
 from ..normalized._row_map import RowMap
-from ._validation import is_normalized
+from . import _cache
+from ._validation import is_normalized, is_partitioned
+
+#: A fingerprint not computed yet (None means that the cache does not apply).
+_UNKNOWN = object()
 
 
 class TrainingMatrix:
@@ -44,6 +48,11 @@ class TrainingMatrix:
     operand's dtype sets the precision (float32 data times a float64 operand runs in
     float64). The reductions (gram, sums, norms, mean, minimum) come back as float64.
 
+    With the ``cache`` setting on, the reductions and :meth:`reused_rmatmul` keep their
+    results for the next fits over the same rows (the candidates of a search that share a
+    fold; see :mod:`sklearn_ilargi.utils._cache`), and a :meth:`centered` matrix is built
+    only when a result is not kept.
+
     The offset corrects every result that is linear in ``X``. The squares (gram, row norms,
     column sums of squares) take it only for a sparse ``X``, by rank-one terms, as
     scikit-learn centers sparse input: corrected that way, a square loses the digits of a
@@ -67,21 +76,77 @@ class TrainingMatrix:
     1.0
     """
 
+    def __new__(cls, X=None, offset=None):
+        # Partitioned input (Dask) gets the training matrix that works per partition. X
+        # defaults to None for pickle, which calls __new__ without arguments.
+        if cls is TrainingMatrix and X is not None and is_partitioned(X):
+            from ._partitioned import PartitionedTrainingMatrix
+
+            return object.__new__(PartitionedTrainingMatrix)
+        return object.__new__(cls)
+
     def __init__(self, X, offset=None):
-        self.X = X
+        self._X, self._build, self._origin = X, None, None
         self.offset = offset
         self.shape = X.shape
         self.dtype = X.dtype
         self._backend = X.backend if is_normalized(X) else backend_of(X)
         self._row_norms_squared = None
+        self._fingerprint = _UNKNOWN
+
+    @property
+    def X(self):
+        """The matrix itself; a centered one is built when first needed (see
+        :meth:`centered`)."""
+        if self._X is None:
+            self._X, self._build = self._build(), None
+        return self._X
+
+    @staticmethod
+    def _deferred(parent, build, step):
+        """``parent`` after ``step`` (a tuple naming it and its arguments), with no offset,
+        whose matrix ``build()`` makes when first needed: never, where every result that it
+        is asked for comes from the cache."""
+        out = object.__new__(TrainingMatrix)
+        out._X, out._build, out._origin = None, build, (parent, step)
+        out.offset = None
+        out.shape, out.dtype, out._backend = parent.shape, parent.dtype, parent._backend
+        out._row_norms_squared = None
+        out._fingerprint = _UNKNOWN
+        return out
+
+    # ------------------------------------------------------------------ the cache
+    def _key(self):
+        """The fingerprint of ``X - 1 offset^T`` in the cache, or None where it does not
+        apply (see :mod:`sklearn_ilargi.utils._cache`); a matrix derived from another one
+        (:meth:`centered`) takes the other's and the step, and is not digested itself."""
+        if self._fingerprint is _UNKNOWN:
+            if self._origin is None:
+                matrix = _cache.matrix_fingerprint(self._X)
+                key = None if matrix is None else _cache.digest(matrix, self.offset)
+            else:
+                parent, step = self._origin
+                parent_key = parent._key()
+                key = None if parent_key is None else _cache.digest(parent_key, step)
+            self._fingerprint = key
+        return self._fingerprint
+
+    def _reused(self, operation, compute, *arguments):
+        """``compute()``, or what the ``cache`` setting kept of it from an earlier fit over
+        the same matrix with the same ``arguments``."""
+        return _cache.reuse(operation, self._key, arguments, compute)
 
     # ------------------------------------------------------------------ products
-    def matmul(self, W):
+    def matmul(self, W, lazy=False):
         """``(X - 1 offset^T) @ W``.
 
         Parameters
         ----------
         W : ndarray of shape (n_features,) or (n_features, p)
+        lazy : bool, default=False
+            For a partitioned ``X`` (a PartitionedMatrix), keep the result a Dask array,
+            its rows where they were computed (what ``predict`` and ``transform`` return);
+            no effect otherwise.
 
         Returns
         -------
@@ -111,6 +176,24 @@ class TrainingMatrix:
         if self.offset is not None:
             out = out - np.multiply.outer(self.offset, R.sum(axis=0))
         return out
+
+    def reused_rmatmul(self, R):
+        """:meth:`rmatmul`, kept by the ``cache`` setting for the next fit over the same
+        matrix that asks for it with the same ``R``.
+
+        For the products that every candidate of a search computes again (the closed
+        forms' ``X.T @ y``); the products of an iterative solver, whose operands change
+        at every step, take :meth:`rmatmul`.
+
+        Parameters
+        ----------
+        R : ndarray of shape (n_samples,) or (n_samples, p)
+
+        Returns
+        -------
+        ndarray of shape (n_features,) or (n_features, p)
+        """
+        return self._reused("rmatmul", lambda: self.rmatmul(R), np.asarray(R))
 
     def argmin_of_product(self, W, bias):
         """For each row of ``(X - 1 offset^T) @ W + bias``: the column of its smallest entry
@@ -182,6 +265,10 @@ class TrainingMatrix:
         -------
         ndarray of shape (n_features,)
         """
+        return self._reused("column_sums", lambda: self._column_sums(sample_weight),
+                            sample_weight)
+
+    def _column_sums(self, sample_weight):
         weights = self._on_device(sample_weight)
         if is_normalized(self.X):
             out = self.X.sum(axis=0) if weights is None else self.X.T @ weights
@@ -236,6 +323,9 @@ class TrainingMatrix:
         ndarray of shape (n_features, n_features)
         """
         self._refuse_offset("gram")
+        return self._reused("gram", lambda: self._gram(sample_weight), sample_weight)
+
+    def _gram(self, sample_weight):
         weights = self._on_device(sample_weight)
         if is_normalized(self.X):
             out = self._host(self.X.gram(weights))
@@ -272,11 +362,18 @@ class TrainingMatrix:
         mean = np.asarray(mean, dtype=np.float64)
         if self.offset is not None:
             mean = self.offset + mean
-        if is_normalized(self.X):
-            return TrainingMatrix(ops.centered(self.X, mean))
-        if self._backend.is_sparse(self.X):
-            return TrainingMatrix(self.X, mean)
-        return TrainingMatrix(self.X - self._backend.asarray(mean, dtype=self.dtype))
+        X, backend = self.X, self._backend
+        if is_normalized(X):
+            def build():
+                return ops.centered(X, mean)
+        elif backend.is_sparse(X):
+            return TrainingMatrix(X, mean)
+        else:
+            def build():
+                return X - backend.asarray(mean, dtype=self.dtype)
+        # Built when first needed: a fit whose centered results all come from the cache
+        # copies no source.
+        return self._deferred(self, build, ("centered", mean))
 
     def centered_gram(self, mean, sample_weight=None):
         """``(X - 1 mean^T).T @ diag(sample_weight) @ (X - 1 mean^T)``, centered as
@@ -306,6 +403,10 @@ class TrainingMatrix:
         ndarray of shape (n_features,)
         """
         self._refuse_offset("column sums of squares")
+        return self._reused("column_sums_of_squares",
+                            lambda: self._column_sums_of_squares(sample_weight), sample_weight)
+
+    def _column_sums_of_squares(self, sample_weight):
         weights = self._on_device(sample_weight)
         if is_normalized(self.X):
             out = self._host(ops.column_sums_of_squares(self.X, weights))
@@ -331,20 +432,23 @@ class TrainingMatrix:
         """
         self._refuse_offset("row norms")
         if self._row_norms_squared is None:
-            if is_normalized(self.X):
-                norms = self.X.row_norms(squared=True)
-            else:
-                norms = self._backend.row_sums_of_squares(self.X)
-            norms = self._host(norms)
-            if self.offset is not None:
-                norms += self.offset @ self.offset - 2 * TrainingMatrix(self.X).matmul(
-                    self.offset.astype(self.dtype))
-            self._row_norms_squared = norms
+            self._row_norms_squared = self._reused("row_norms_squared", self._row_norms)
         return self._row_norms_squared
+
+    def _row_norms(self):
+        if is_normalized(self.X):
+            norms = self.X.row_norms(squared=True)
+        else:
+            norms = self._backend.row_sums_of_squares(self.X)
+        norms = self._host(norms)
+        if self.offset is not None:
+            norms += self.offset @ self.offset - 2 * TrainingMatrix(self.X).matmul(
+                self.offset.astype(self.dtype))
+        return norms
 
     def mean(self):
         """Mean of all cells of ``X - 1 offset^T``, as a float."""
-        value = float(to_numpy(self.X.mean()))
+        value = self._reused("mean", lambda: float(to_numpy(self.X.mean())))
         return value if self.offset is None else value - float(np.mean(self.offset))
 
     def min(self):
@@ -354,7 +458,7 @@ class TrainingMatrix:
         ``NormalizedMatrix.min``); sparse matrices count their implicit zeros.
         """
         if self.offset is None:
-            return float(to_numpy(self.X.min()))
+            return self._reused("min", lambda: float(to_numpy(self.X.min())))
         minima = self._host(self._backend.to_dense(self.X.min(axis=0)).ravel())
         return float((minima - self.offset).min())
 
@@ -384,9 +488,17 @@ class TrainingMatrix:
         return lowest == highest
 
     def _column_extremes(self):
-        """Each column's minimum and maximum in ``X`` (without the offset), as float64."""
-        return tuple(self._host(self._backend.to_dense(extreme).ravel())
-                     for extreme in (self.X.min(axis=0), self.X.max(axis=0)))
+        """Each column's minimum and maximum in ``X`` (without the offset), as float64.
+
+        A sparse ``X`` is reduced by columns from one column-major copy (scipy would convert
+        a CSR matrix for each reduction).
+        """
+        def extremes():
+            columns = self.X.tocsc() if self._backend.is_sparse(self.X) else self.X
+            return tuple(self._host(self._backend.to_dense(extreme).ravel())
+                         for extreme in (columns.min(axis=0), columns.max(axis=0)))
+
+        return self._reused("column_extremes", extremes)
 
     def all_finite(self):
         """Whether every value of ``X`` and of the offset is finite (no NaN, no infinity)."""

@@ -8,11 +8,17 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..normalized import NormalizedMatrix
+from ..normalized import NormalizedMatrix, PartitionedMatrix
 
 
 def is_normalized(X):
-    return isinstance(X, NormalizedMatrix)
+    """Whether ``X`` is multi-source input: a NormalizedMatrix or a PartitionedMatrix."""
+    return isinstance(X, (NormalizedMatrix, PartitionedMatrix))
+
+
+def is_partitioned(X):
+    """Whether ``X`` is a PartitionedMatrix (row partitions held by Dask)."""
+    return isinstance(X, PartitionedMatrix)
 
 
 def validate_input(estimator, X, y="no_validation", *, reset=True, **check_params):

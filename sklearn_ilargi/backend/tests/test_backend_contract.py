@@ -449,6 +449,53 @@ def test_weighted_gram_of_every_layout(be, layout, width, weights, dots_max_colu
     assert_allclose(got, dense.T @ (dense * ww[:, None]), rtol=RTOL[dtype], atol=RTOL[dtype])
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "duplicates"])
+@pytest.mark.parametrize("weights", [None, "positive", "signed"])
+@pytest.mark.parametrize("densify_ratio", [0.0, 1e9])
+@pytest.mark.parametrize("slice_values", [1, 7, 1 << 20])
+@pytest.mark.parametrize("parallel_rows", [1, 1 << 30])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_weighted_gram_by_dense_slices(be, fmt, weights, densify_ratio, slice_values,
+                                              parallel_rows, dtype):
+    """By scipy's sparse product or summed over dense copies of slices of rows (one row, a
+    few, all at once; in one range of rows per thread, or one range): the gram of the matrix
+    itself, duplicate entries summed."""
+    gen = np.random.default_rng(3)
+    s = sp.random_array((23, 5), density=0.4, format="coo", rng=gen, dtype=dtype)
+    if fmt == "duplicates":  # row 0 holds column 2 twice, and an explicit zero
+        csr = s.tocsr()
+        s = sp.csr_matrix((np.concatenate([[1.5, -0.5, 0.0], csr.data]).astype(dtype),
+                           np.concatenate([[2, 2, 4], csr.indices]),
+                           np.concatenate([[0], csr.indptr[1:] + 3])), shape=s.shape)
+    else:
+        s = s.asformat(fmt)
+    dense = s.toarray().astype(np.float64)
+    w = None if weights is None else gen.random(23) - (0.5 if weights == "signed" else 0)
+    ww = np.ones(23) if w is None else w
+    with config_context(sparse_gram_densify_ratio=densify_ratio,
+                        sparse_gram_slice_values=slice_values,
+                        parallel_slice_rows=parallel_rows):
+        got = host(be.weighted_gram(be.from_numpy(s), None if w is None else be.from_numpy(w)))
+    assert got.shape == (5, 5)
+    assert_allclose(got, dense.T @ (dense * ww[:, None]), rtol=RTOL[dtype], atol=RTOL[dtype])
+    if w is None:
+        assert_array_equal(got, got.T)
+
+
+def test_sparse_gram_densifies_slices_only_where_dense_enough():
+    """Dense copies of slices where they multiply at most ``sparse_gram_densify_ratio`` times
+    what the sparse product multiplies (about the ratio times the density), never at 0."""
+    gen = np.random.default_rng(4)
+    half = sp.csr_matrix(sp.random_array((200, 40), density=0.5, rng=gen))
+    sparse = sp.csr_matrix(sp.random_array((200, 40), density=0.01, rng=gen))
+    with config_context(sparse_gram_densify_ratio=16.0):
+        assert cpu_module._densified_slices_pay(half)
+        assert not cpu_module._densified_slices_pay(sparse)
+        assert not cpu_module._densified_slices_pay(sp.csr_matrix((200, 40)))
+    with config_context(sparse_gram_densify_ratio=0.0):
+        assert not cpu_module._densified_slices_pay(half)
+
+
 def test_one_thread_limits_blas_inside_only(be):
     from threadpoolctl import threadpool_info
 

@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_ilargi import FactorizedKMeans, NormalizedMatrix, config_context
 from sklearn_ilargi.cluster import _kmeans
 from sklearn_ilargi.cluster.tests.test_kmeans import fit_both, scenario
+from sklearn_ilargi.utils import TrainingMatrix
 
 
 def blobs(n=400, seed=0):
@@ -81,6 +82,33 @@ def test_sums_of_the_moved_samples_alone_give_the_sums_of_all(weighted):
         moved_only = FactorizedKMeans(**params).fit(nm, sample_weight=weights)
     assert every_time.n_iter_ > 2  # the sums were updated from moved samples some times
     assert_same_model(moved_only, every_time, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_moved_samples_update_the_sums_and_weights_to_those_of_all(weighted):
+    # Cluster 2 loses every sample on the second step: its weight must be exactly 0 there,
+    # as the empty clusters are found by it.
+    nm, T, rng = scenario(14, n_target=90)
+    weights = rng.random(len(T)) + 0.5 if weighted else None
+    matrix = TrainingMatrix(nm)
+    first = rng.integers(0, 4, len(T)).astype(np.int32)
+    second = first.copy()
+    second[rng.random(len(T)) < 0.2] = 0
+    second[second == 2] = 3
+    steps = [(first, None), (second, np.flatnonzero(second != first))]
+    with config_context(incremental_sums_max_share=1.0):
+        previous = None
+        for labels, moved in steps:
+            previous = _kmeans._cluster_sums(matrix, labels, weights, 4, previous, moved)
+            expected = np.zeros((4, T.shape[1]))
+            np.add.at(expected, labels, T if weights is None else T * weights[:, None])
+            counts = np.bincount(labels, weights=weights, minlength=4)
+            assert_allclose(previous.sums, expected, rtol=1e-12, atol=1e-12)
+            assert_allclose(previous.weights, counts, rtol=1e-12)
+            assert_array_equal(previous.labels, labels)
+    assert previous.weights[2] == 0
+    if weights is None:
+        assert previous.weights.dtype.kind == "i"
 
 
 @pytest.mark.parametrize("weighted", [False, True])

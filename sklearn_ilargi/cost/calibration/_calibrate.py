@@ -5,8 +5,11 @@ workload, every candidate ``(backend, strategy)`` is fitted once to warm up and 
 ``repeats`` times (more for short fits, see ``MIN_TIMED_SECONDS``), candidates interleaved
 so that a noisy neighbour slows all of them alike; the lower quartile of the repeats is kept
 (``TIME_QUANTILE``). The materialized path's time includes building ``T``, as that is what a
-user pays. Rows are appended to the measurement file after every scenario, so an interrupted
-run keeps what it measured.
+user pays. A path that does not fit in memory, or would take more than ``MAX_PATH_BYTES``, is
+not timed (``strategy="auto"`` never runs the first kind, and the second would take the
+machine from under the others). Rows are appended to the measurement file after every
+scenario, so an interrupted run keeps what it measured; ``families`` (``--families``) measures
+some scenario families only, e.g. to append a new family to the shipped measurements.
 
 With ``verbose`` (``--verbose``, or the ``verbose`` setting) it reports its progress over the
 scenarios with an estimate of the time left: a tqdm bar where tqdm is installed, else a line
@@ -48,6 +51,10 @@ MAX_REPEATS = 15
 #: repeats stall (another process or BLAS thread takes the core), and a run of stalls can take
 #: the median with it; the lower quartile stays close to the undisturbed time.
 TIME_QUANTILE = 0.25
+#: The most memory (bytes) a timed path may plan to take, whatever the machine has: a dense
+#: join of a wide one-hot scenario could take tens of GiB and minutes, and tells the model
+#: nothing that the smaller ones (already many times slower than the other path) do not.
+MAX_PATH_BYTES = 2**29
 
 
 def default_measurements_path():
@@ -59,6 +66,23 @@ def _timed(workload, scenario, candidate):
     start = time.perf_counter()
     decision = run_workload(workload, scenario, candidate.strategy, candidate.backend)
     return time.perf_counter() - start, decision
+
+
+def runnable_candidates(workload, scenario, pool):
+    """The candidates of ``pool`` that fit in memory for ``workload`` on ``scenario``, and
+    take at most :data:`MAX_PATH_BYTES`.
+
+    Only a scenario whose dense join could exceed the bound is checked: one fit under
+    ``strategy="auto"`` records the features and the infeasible candidates of the fit (its
+    profile is known only to the estimator), before anything is allocated for them.
+    """
+    n_rows, n_columns = scenario.X.shape
+    if n_rows * n_columns * scenario.X.dtype.itemsize <= MAX_PATH_BYTES:
+        return list(pool)
+    decision = run_workload(workload, scenario, "auto", "auto")
+    return [c for c in pool if c not in decision.infeasible
+            and candidate_features(decision.features, c.backend, c.strategy)["path_memory"]
+            <= MAX_PATH_BYTES]
 
 
 def measure_case(workload, scenario, pool, repeats):
@@ -143,6 +167,9 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
     budget : float, optional
         Seconds after which no new scenario starts.
     families : sequence of str
+        The scenario families to measure (of ``FAMILIES``); each keeps its own scenarios
+        whatever the others, so that a family measured alone appends the scenarios a full
+        run would measure.
     seed : int
     blas_threads : int, optional
         Limit the BLAS thread pools while timing (steadier timings on a shared machine).
@@ -170,6 +197,9 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
     budget = settings["budget"] if budget is None else budget
     output = Path(output) if output else default_measurements_path()
     model_path = Path(model_path) if model_path else user_model_path()
+    unknown = [family for family in families if family not in FAMILIES]
+    if unknown:
+        raise ValueError(f"Unknown scenario families {unknown}; expected some of {FAMILIES}.")
     check_appendable(output)
     plan = _scenario_plan(per_family, families, seed)
     pool = candidates(gpu=gpu_available())
@@ -190,7 +220,8 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
             gc.collect()  # once per scenario: a full collection takes longer than small fits
             rows = []
             for workload in WORKLOADS:
-                case_rows, case_errors = measure_case(workload, scenario, pool, repeats)
+                runnable = runnable_candidates(workload, scenario, pool)
+                case_rows, case_errors = measure_case(workload, scenario, runnable, repeats)
                 rows += case_rows
                 errors += case_errors
             if rows:
@@ -231,6 +262,10 @@ def main(argv=None):
     parser.add_argument("--per-family", type=int, help="scenarios per scenario family")
     parser.add_argument("--repeats", type=int, help="timed repeats per candidate")
     parser.add_argument("--budget", type=float, help="seconds after which no scenario starts")
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=FAMILIES,
+                        metavar="FAMILY",
+                        help=f"measure these scenario families only (of {', '.join(FAMILIES)}; "
+                             "default all), e.g. to append a new family to a measurement file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--blas-threads", type=int,
                         help="limit BLAS threads while timing (steadier on a shared machine)")
@@ -248,7 +283,8 @@ def main(argv=None):
         return 0
     result = calibrate(
         quick=args.quick, output=args.output, model_path=args.model,
-        per_family=args.per_family, repeats=args.repeats, budget=args.budget, seed=args.seed,
+        per_family=args.per_family, repeats=args.repeats, budget=args.budget,
+        families=tuple(args.families), seed=args.seed,
         blas_threads=args.blas_threads, train=not args.no_train, verbose=args.verbose,
         log=_print)
     print(f"{result['rows']} measurements in {result['seconds']:.0f} s", file=sys.stderr)

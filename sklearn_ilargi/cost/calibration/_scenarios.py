@@ -1,10 +1,13 @@
 """Synthetic integration scenarios for calibrating and evaluating the cost model.
 
 Each scenario is a fact table plus dimension tables, built straight into a NormalizedMatrix
-with :meth:`NormalizedMatrix.from_matrices`. Scenarios come in *families* (the unit the
-evaluation leaves out): a single PK-FK join, a star of several dimensions, left joins with
-unmatched keys, sparse sources, snowflake chains, and overlapping dimensions (source
-redundancy). Within a family the sizes, tuple ratio and feature ratio are drawn at random.
+with :meth:`NormalizedMatrix.from_matrices`, or, for the one-hot family, as tables joined by
+:func:`~sklearn_ilargi.from_tables`. Scenarios come in *families* (the unit the evaluation
+leaves out): a single PK-FK join, a star of several dimensions, left joins with unmatched
+keys, sparse sources, snowflake chains, overlapping dimensions (source redundancy), and stars
+of events over entities whose ids and categories one-hot encode to 10^3 to 10^5 columns each
+(``"onehot"``, from :func:`~sklearn_ilargi.datasets.make_onehot_star`). Within a family the
+sizes, tuple ratio and feature ratio are drawn at random.
 """
 
 from dataclasses import dataclass, field
@@ -12,11 +15,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ...datasets import make_onehot_star
 from ...normalized import NormalizedMatrix
 
-FAMILIES = ("pkfk", "star", "left", "sparse", "snowflake", "overlap")
+FAMILIES = ("pkfk", "star", "left", "sparse", "snowflake", "overlap", "onehot")
 #: Bound on the materialized matrix's cells, so that a calibration stays in minutes.
 MAX_CELLS = 1_500_000
+#: The same bound for the one-hot family, on the stored values of its CSR join: its dense
+#: cells (rows times 10^3 to 10^5 columns) are no measure of its work.
+MAX_ONEHOT_NNZ = 600_000
+#: One-hot columns of an entity's id: 10^3 to 10^5, as the ids of real entity tables.
+ONEHOT_IDS = (1_000, 100_000)
+#: Least one-hot columns of a scenario: past the default ``closed_form_max_columns``
+#: (4096). Narrower, the fits solve over a dense gram whose ``c^3`` solve takes the same
+#: time on either path: minutes of calibration that tell the two paths apart no better.
+MIN_ONEHOT_COLUMNS = 5_000
 
 
 @dataclass
@@ -85,6 +98,50 @@ def _draw(rng, family, size_scale):
     return params
 
 
+def _draw_onehot(rng, size_scale):
+    """Parameters of :func:`~sklearn_ilargi.datasets.make_onehot_star`.
+
+    The ids of each entity follow from its own tuple ratio (events per id, 1 to 500), so
+    that the family spans joins whose CSR is about as small as the sources (few events per
+    id, ids only: materializing pays) and joins that repeat wide entity rows many times
+    (many events per id, several categories and numeric columns: factorizing pays).
+    """
+    n_entities = int(rng.integers(2, 4))
+    n_rows = _log_uniform(rng, 10_000, 300_000) * size_scale
+    n_ids = [int(np.clip(n_rows / _log_uniform(rng, 1.0, 500.0), *ONEHOT_IDS))
+             for _ in range(n_entities)]
+    n_ids[0] = max(n_ids[0], MIN_ONEHOT_COLUMNS - sum(n_ids[1:]))
+    n_ids = tuple(n_ids)
+    n_categories = tuple(tuple(int(_log_uniform(rng, 3, 300))
+                               for _ in range(int(rng.integers(0, 5))))
+                         for _ in range(n_entities))
+    n_numeric = int(rng.integers(0, 4))
+    # Stored values of one joined row: the fact's numeric columns, and per entity its id,
+    # its categories and its numeric columns.
+    per_row = n_numeric + sum(1 + len(cards) + n_numeric for cards in n_categories)
+    params = {
+        "n_rows": max(500, min(int(n_rows), MAX_ONEHOT_NNZ // per_row)),
+        "n_ids": n_ids,
+        "n_categories": n_categories,
+        "n_numeric": n_numeric,
+        # Dates, prices, years: positive (NMF takes no negative values), 10 to 10^7.
+        "offset": float(10 ** rng.uniform(1, 7)),
+        "zipf_exponent": float(rng.uniform(0.0, 1.3)),
+    }
+    params.update(n_dimensions=n_entities, join="inner",
+                  tuple_ratio=params["n_rows"] / sum(n_ids))
+    return params
+
+
+def _onehot_scenario(rng, seed, size_scale):
+    p = _draw_onehot(rng, size_scale)
+    X, y, y_classes = make_onehot_star(
+        p["n_rows"], p["n_ids"], n_categories=p["n_categories"], n_numeric=p["n_numeric"],
+        offset=p["offset"], zipf_exponent=p["zipf_exponent"], return_X_y=True,
+        random_state=int(rng.integers(2**31)))
+    return Scenario(f"onehot-{seed}", "onehot", X, y, y_classes, p)
+
+
 def make_calibration_scenario(family, seed, size_scale=1.0):
     """One random scenario of ``family``, reproducible from ``seed``.
 
@@ -103,6 +160,8 @@ def make_calibration_scenario(family, seed, size_scale=1.0):
     if family not in FAMILIES:
         raise ValueError(f"Unknown scenario family {family!r}; expected one of {FAMILIES}.")
     rng = np.random.default_rng(seed)
+    if family == "onehot":
+        return _onehot_scenario(rng, seed, size_scale)
     p = _draw(rng, family, size_scale)
     n_rows, density = p["n_rows"], p["density"]
     sources = [_values(rng, n_rows, p["fact_columns"], density)]

@@ -6,9 +6,16 @@ import pytest
 
 from sklearn_ilargi import config_context
 from sklearn_ilargi.cost import OperationProfile, decide
-from sklearn_ilargi.cost.calibration._calibrate import calibrate
+from sklearn_ilargi.cost.calibration import _calibrate
+from sklearn_ilargi.cost.calibration._calibrate import MAX_PATH_BYTES, calibrate, main
 from sklearn_ilargi.cost.calibration._evaluation import baseline_policies, cases_of, score
-from sklearn_ilargi.cost.calibration._scenarios import FAMILIES, make_calibration_scenario
+from sklearn_ilargi.cost.calibration._scenarios import (
+    FAMILIES,
+    MIN_ONEHOT_COLUMNS,
+    Scenario,
+    make_calibration_scenario,
+)
+from sklearn_ilargi.cost.calibration._workloads import WORKLOADS
 from sklearn_ilargi.cost._features import candidate_features
 from sklearn_ilargi.cost._heuristic import TERMS, heuristic_seconds
 from sklearn_ilargi.cost._model import load_cost_model
@@ -30,6 +37,23 @@ def test_scenarios_are_reproducible(family):
         assert decide(a.X).features["missing_share"] > 0
     if family == "sparse":
         assert decide(a.X).features["sparse_sources"] == 1
+    if family == "onehot":
+        features = decide(a.X).features
+        assert features["sparse_sources"] == 1 and features["mat_sparse"] == 1
+        assert a.X.shape[1] >= MIN_ONEHOT_COLUMNS and a.params["n_dimensions"] >= 2
+
+
+def test_the_onehot_family_spans_both_regimes():
+    """Its draws give entities of about one event per id, whose join is about as small as
+    the sources (materializing pays), and entities whose rows the join repeats many times
+    (factorizing pays)."""
+    from sklearn_ilargi.cost.calibration._scenarios import _draw_onehot
+
+    draws = [_draw_onehot(np.random.default_rng(600_000 + i), 1.0) for i in range(36)]
+    assert min(p["n_rows"] / max(p["n_ids"]) for p in draws) < 2
+    assert max(p["n_rows"] / min(p["n_ids"]) for p in draws) > 30
+    widths = [sum(p["n_ids"]) for p in draws]
+    assert min(widths) >= MIN_ONEHOT_COLUMNS and max(widths) > 50_000
 
 
 def test_calibrate_appends_and_trains(tmp_path):
@@ -51,6 +75,60 @@ def test_calibrate_appends_and_trains(tmp_path):
     loaded = load_cost_model(str(model))
     assert loaded.heuristic_weights.shape == (len(TERMS),)
     assert (loaded.heuristic_weights >= 0).all()
+
+
+def test_one_family_is_measured_alone_and_appended(tmp_path):
+    """As a new family is appended to the shipped measurements: the rows of the other
+    families stay, the new ones are of that family only."""
+    output = tmp_path / "m.csv.gz"
+    kwargs = dict(output=output, per_family=1, repeats=1, size_scale=0.02, train=False,
+                  log=lambda line: None)
+    before = calibrate(families=("pkfk",), **kwargs)["rows"]
+    added = calibrate(families=("onehot",), **kwargs)
+    assert added["rows"] > 0 and not added["errors"]
+    frame = read_measurements(output)
+    assert len(frame) == before + added["rows"]
+    assert frame["family"].value_counts().to_dict() == {"pkfk": before,
+                                                        "onehot": added["rows"]}
+    assert (frame.loc[frame["family"] == "onehot", "sparse_sources"] == 1).all()
+    with pytest.raises(ValueError, match=r"Unknown scenario families \['nope'\]"):
+        calibrate(families=("onehot", "nope"), **kwargs)
+
+
+def test_the_command_line_passes_the_families(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_calibrate(**kwargs):
+        seen.update(kwargs)
+        return {"rows": 0, "seconds": 0.0}
+
+    monkeypatch.setattr(_calibrate, "calibrate", fake_calibrate)
+    assert main(["--families", "onehot", "star", "--no-train", "--output",
+                 str(tmp_path / "m.csv.gz")]) == 0
+    assert seen["families"] == ("onehot", "star") and seen["train"] is False
+    assert main(["--no-train"]) == 0 and seen["families"] == FAMILIES
+    with pytest.raises(SystemExit):
+        main(["--families", "nope"])
+
+
+def test_paths_beyond_the_memory_bound_are_not_timed():
+    """PCA's randomized solver runs scikit-learn's on a dense join: on 1,000 events over
+    70,000 one-hot ids that join takes more than MAX_PATH_BYTES, so only the factorized
+    path is timed; K-means keeps the CSR join, and both."""
+    from sklearn_ilargi.datasets import make_onehot_star
+
+    X, y, y_classes = make_onehot_star(1_000, (70_000, 1_000), n_categories=(),
+                                       return_X_y=True, random_state=0)
+    assert X.shape[0] * X.shape[1] * 8 > MAX_PATH_BYTES
+    scenario = Scenario("wide", "onehot", X, y, y_classes)
+    pool = _calibrate.candidates(gpu=False)
+    by_name = {w.name: w for w in WORKLOADS}
+    pca = _calibrate.runnable_candidates(by_name["FactorizedPCA"], scenario, pool)
+    assert [str(c) for c in pca] == ["cpu/factorized"]
+    kmeans = _calibrate.runnable_candidates(by_name["FactorizedKMeans"], scenario, pool)
+    assert kmeans == pool
+    small = make_calibration_scenario("pkfk", 0, 0.02)
+    assert _calibrate.runnable_candidates(by_name["FactorizedPCA"], small, pool) == pool
 
 
 def test_heuristic_weights_fit_the_measurements():

@@ -20,6 +20,7 @@ from sklearn_ilargi import (
     FactorizedStandardScaler,
     NormalizedMatrix,
     NotFactorizableError,
+    config_context,
 )
 
 TOL = dict(rtol=1e-8, atol=1e-10)
@@ -199,6 +200,23 @@ def test_nmf_factorized_equals_materialized(init):
     assert_allclose(W, joined.fit_transform(nm), rtol=1e-7, atol=1e-9)
     assert_allclose(ours.components_, joined.components_, rtol=1e-7, atol=1e-9)
     assert joined.strategy_ == "materialized"
+
+
+@pytest.mark.parametrize("strategy", ["factorized", "materialized"])
+def test_nmf_init_on_a_wide_matrix_needs_no_gram(strategy):
+    """Wider than closed_form_max_columns, NNDSVD's triplets come from svds over the
+    products: the same initial factors as from the gram's eigenvectors."""
+    from sklearn_ilargi.datasets import make_onehot_star
+
+    X, _, _ = make_onehot_star(400, (60, 30), n_categories=(4,), n_numeric=1, offset=10.0,
+                               return_X_y=True, random_state=0)
+    params = dict(n_components=3, init="nndsvda", max_iter=1, tol=0, strategy=strategy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        by_gram = FactorizedNMF(**params).fit(X)
+        with config_context(closed_form_max_columns=50):
+            by_products = FactorizedNMF(**params).fit(X)
+    assert_allclose(by_products.components_, by_gram.components_, rtol=1e-7, atol=1e-9)
 
 
 def test_nmf_random_init_is_sklearns():

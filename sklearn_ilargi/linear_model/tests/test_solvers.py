@@ -183,3 +183,32 @@ def test_plain_sparse_input_takes_the_same_solver_choice(star):
         reference = LinearRegression(tol=TIGHT).fit(T, y)
     assert_allclose(model.predict(T), reference.predict(T), rtol=1e-6,
                     atol=1e-6 * np.abs(y).max())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_only_a_solve_without_penalty_looks_for_constant_columns(monkeypatch, sparse):
+    """Finding the constant columns reads all of X: a penalized Cholesky solve does without;
+    least squares without penalty looks once, and gives a constant column coefficient 0."""
+    import scipy.sparse as sp
+
+    from sklearn_ilargi.utils import TrainingMatrix
+
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.standard_normal((300, 3)), np.full(300, 7.0)])
+    y = X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(300)
+    dense, X = X, sp.csr_matrix(X) if sparse else X
+    calls = []
+    looked_up = TrainingMatrix.constant_columns
+
+    def counted(self):
+        calls.append(1)
+        return looked_up(self)
+
+    monkeypatch.setattr(TrainingMatrix, "constant_columns", counted)
+    ridge = FactorizedRidge(alpha=np.array([0.5])).fit(X, y)
+    assert calls == []
+    assert_allclose(ridge.coef_, Ridge(alpha=0.5).fit(dense, y).coef_, rtol=1e-9,
+                    atol=1e-10)
+    ols = FactorizedLinearRegression().fit(X, y)
+    assert len(calls) == 1 and ols.coef_[3] == 0.0
+    assert_allclose(ols.coef_, LinearRegression().fit(dense, y).coef_, atol=1e-9)

@@ -22,7 +22,12 @@ from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
 from sklearn_ilargi import Join, Union, from_tables
-from sklearn_ilargi.tables._input import decimal_floats
+from sklearn_ilargi.tables._input import (
+    NUMERIC,
+    _decimal_objects_floats,
+    decimal_floats,
+    numeric_values,
+)
 
 EPOCH = datetime.date(1970, 1, 1)
 
@@ -107,6 +112,41 @@ def test_decimal_floats_equal_float_of_decimal(text):
     value = decimal.Decimal(text)
     kind = pa.decimal256(76, max(-value.as_tuple().exponent, 0))
     assert decimal_floats(pa.array([value, None], kind))[0] == float(value)
+
+
+@st.composite
+def decimal_objects(draw):
+    """An object column of ``Decimal``s (nulls of every kind among them) and whether they
+    all fit the scale of the first value, which the conversion through Arrow needs."""
+    scales = draw(st.lists(st.integers(0, 30), min_size=1, max_size=3))
+    digits = st.integers(-10 ** 38 + 1, 10 ** 38 - 1)
+    values = draw(st.lists(st.one_of(
+        st.tuples(digits, st.sampled_from(scales)).map(
+            lambda d: decimal.Decimal(d[0]).scaleb(-d[1], decimal.Context(prec=100))),
+        st.sampled_from([None, np.nan, pd.NA, decimal.Decimal("NaN")])), min_size=1,
+        max_size=30))
+    return pd.Series(values, dtype=object)
+
+
+@given(decimal_objects())
+def test_decimal_objects_are_float_of_decimal(series):
+    """Every value is ``float(Decimal)`` (NaN where null), through Arrow when one scale holds
+    them all, by ``float`` one by one when it does not."""
+    expected = np.array([np.nan if pd.isna(v) else float(v) for v in series])
+    values = numeric_values(series, NUMERIC, np.nan, "column 'p'")
+    assert_array_equal(values, expected)  # -0.0 and 0.0 alike: Arrow has no -0
+
+
+def test_decimal_objects_of_one_scale_go_through_arrow():
+    one_scale = pd.Series([decimal.Decimal("57.55"), None, decimal.Decimal("0.1"),
+                           decimal.Decimal(3)], dtype=object)
+    assert_array_equal(_decimal_objects_floats(one_scale), [57.55, np.nan, 0.1, 3.0])
+    for refused in ([decimal.Decimal("1.5"), decimal.Decimal("0.25")],  # a finer scale
+                    [decimal.Decimal("1"), decimal.Decimal("1e40")],  # beyond 38 digits
+                    [decimal.Decimal("1"), decimal.Decimal("Infinity")],
+                    [decimal.Decimal("1"), 2.5],  # not all decimals
+                    [None, None]):
+        assert _decimal_objects_floats(pd.Series(refused, dtype=object)) is None
 
 
 def test_arrow_decimal_is_not_cast():

@@ -227,3 +227,19 @@ def test_safe_indexing_and_the_parameter_error():
     assert issubclass(compat.InvalidParameterError, ValueError)
     with pytest.raises(compat.InvalidParameterError):
         _Toy(size=0).fit()
+
+
+def test_scorers_are_told_the_labels_their_metric_takes():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import get_scorer, log_loss
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 2)), np.arange(30) % 3
+    model = LogisticRegression().fit(X, y)
+    told = compat.scorer_knowing_labels(get_scorer("neg_log_loss"), model.classes_)
+    held_out = y == 0  # one class only, which log loss cannot score without the labels
+    expected = -log_loss(y[held_out], model.predict_proba(X[held_out]), labels=[0, 1, 2])
+    assert told(model, X[held_out], y[held_out]) == pytest.approx(expected)
+    accuracy = get_scorer("accuracy")
+    assert compat.scorer_knowing_labels(accuracy, model.classes_) is accuracy
+    assert compat.scorer_knowing_labels(len, model.classes_) is len

@@ -1,0 +1,116 @@
+"""``strategy="auto"`` against the faster forced path, per estimator, on wide one-hot stars.
+
+Over ``make_onehot_star`` data (Zipf-distributed foreign keys into two entities whose ids and
+categories one-hot encode to thousands of columns), each of the seven estimators is fitted
+with ``strategy="factorized"``, ``"materialized"`` (the fit builds the CSR join) and
+``"auto"`` (the shipped cost model, or the one the ``cost_model`` setting names), interleaved.
+The ratio to read is ``auto / min(factorized, materialized)``: 1 where auto picks the faster
+path, above 1 by as much as a wrong pick costs. Each cell is the median of ``--repeats`` fits.
+
+    python benchmarks/auto_wide.py [--repeats 3] [--full] [--scale 1] [--out benchmarks/results]
+"""
+
+import warnings
+
+from _timing import arguments, machine, median_times, write_results
+from sklearn_ilargi import (
+    FactorizedKMeans,
+    FactorizedLinearRegression,
+    FactorizedLogisticRegression,
+    FactorizedNMF,
+    FactorizedPCA,
+    FactorizedRidge,
+    FactorizedStandardScaler,
+)
+from sklearn_ilargi.datasets import make_onehot_star
+
+#: The estimators as a user fits them, iterative ones with a bounded number of iterations.
+#: The scaler does not center: centering needs the join dense, which does not fit here.
+ESTIMATORS = {
+    "LinearRegression": (lambda: FactorizedLinearRegression(), "regression"),
+    "Ridge": (lambda: FactorizedRidge(alpha=1.0), "regression"),
+    "LogisticRegression": (lambda: FactorizedLogisticRegression(max_iter=30), "classes"),
+    "KMeans": (lambda: FactorizedKMeans(8, n_init=1, max_iter=20, random_state=0), None),
+    "NMF": (lambda: FactorizedNMF(5, max_iter=30, random_state=0), None),
+    "PCA": (lambda: FactorizedPCA(5, random_state=0), None),
+    "StandardScaler": (lambda: FactorizedStandardScaler(with_mean=False), None),
+}
+#: (events, ids of each entity, categories of each entity, numeric columns per table: dates
+#: or prices, positive for NMF). The second star's entities carry more values per row.
+SHAPES = [
+    (100_000, (20_000, 5_000), (20,), 0),
+    (100_000, (20_000, 4_000), (50, 20), 2),
+]
+#: ``--full`` adds the larger star of ``sparse_paths.py``.
+FULL_SHAPES = [(250_000, (50_000, 20_000), (20,), 0)]
+
+
+def measure(shape, repeats, scale=1.0):
+    n_rows, n_ids, n_categories, n_numeric = shape
+    n_rows, n_ids = int(n_rows * scale), tuple(int(n * scale) for n in n_ids)
+    X, y, y_class = make_onehot_star(n_rows, n_ids, n_categories=n_categories,
+                                     n_numeric=n_numeric, offset=10.0, random_state=0,
+                                     return_X_y=True)
+    result = {"shape": list(X.shape), "params": list(shape), "estimators": {}}
+    for name, (make, target) in ESTIMATORS.items():
+        target = {"regression": y, "classes": y_class}.get(target)
+
+        fitted = {}
+
+        def fit(strategy):
+            args = (X,) if target is None else (X, target)
+
+            def run():
+                fitted[strategy] = make().set_params(strategy=strategy).fit(*args)
+            return run
+
+        strategies = ("factorized", "materialized", "auto")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence notes of the bounded fits
+            times = median_times([fit(s) for s in strategies], repeats)
+        decision = fitted["auto"].decision_
+        row = dict(zip(strategies, times))
+        row["auto_strategy"] = decision.strategy
+        row["solver"] = decision.solver
+        result["estimators"][name] = row
+        print(shape, name, {k: round(v, 3) if isinstance(v, float) else v
+                            for k, v in row.items()}, flush=True)
+    return result
+
+
+def markdown(results):
+    lines = ["times in s; auto over the faster of factorized and materialized (1.00x: auto "
+             "picked it)", "",
+             "| shape | estimator | solver | factorized | materialized | auto | auto / best |",
+             "|---|---|---|---:|---:|---|---:|"]
+    for r in results:
+        for name, t in r["estimators"].items():
+            best = min(t["factorized"], t["materialized"])
+            lines.append(
+                f"| {r['shape'][0]} x {r['shape'][1]} | {name} | {t['solver'] or '-'} | "
+                f"{t['factorized']:.3g} | {t['materialized']:.3g} | "
+                f"{t['auto']:.3g} ({t['auto_strategy']}) | {t['auto'] / best:.2f}x |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = arguments(__doc__, repeats=3)
+    parser.add_argument("--full", action="store_true",
+                        help="add the 250,000-row star of 70,000 one-hot columns")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiplies the events and ids of every star")
+    args = parser.parse_args()
+    info = machine()
+    print(f"# auto on wide one-hot stars: {info['cores']} cores, BLAS {info['blas']}, "
+          f"median of {args.repeats}")
+    results = [measure(shape, args.repeats, args.scale)
+               for shape in SHAPES + (FULL_SHAPES if args.full else [])]
+    print()
+    print(markdown(results))
+    write_results(args.out, "auto_wide.json",
+                  {"machine": info, "repeats": args.repeats, "scale": args.scale,
+                   "results": results})
+
+
+if __name__ == "__main__":
+    main()

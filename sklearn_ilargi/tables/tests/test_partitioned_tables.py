@@ -1,0 +1,126 @@
+"""from_tables over a Dask DataFrame fact table equals from_tables over the same pandas one."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+dask = pytest.importorskip("dask", reason="the distributed extra (dask) is not installed")
+dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not installed")
+
+from sklearn_ilargi import FactorizedRidge, Join, from_tables  # noqa: E402
+from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def tables(seed=0, n=120):
+    """Sales (with a null store key and an offset column), stores (strings: one-hot), and
+    regions hanging from stores (a snowflake); store 10 and 11 are in no table."""
+    rng = np.random.default_rng(seed)
+    stores = pd.DataFrame({"store": np.arange(10), "size": rng.random(10) * 100,
+                           "city": rng.choice(["Delft", "Leiden", "Gouda"], 10),
+                           "region": rng.integers(0, 4, 10)})
+    regions = pd.DataFrame({"region_id": np.arange(3), "people": rng.random(3)})
+    sales = pd.DataFrame({"store": rng.integers(0, 12, n).astype(float),
+                          "units": rng.random(n) + 1e6, "promo": rng.random(n) < 0.5,
+                          "price": rng.random(n), "y": rng.random(n)})
+    sales.loc[3, "store"] = np.nan
+    return sales, stores, regions
+
+
+def snowflake(stores, regions, how):
+    return [Join(stores, on="store", how=how, name="stores"),
+            Join(regions, left_on="region", right_on="region_id", parent="stores", how=how)]
+
+
+def assert_same(expected, got):
+    X0, y0 = expected
+    X, y = got
+    assert isinstance(X, PartitionedMatrix)
+    assert list(X.feature_names) == list(X0.feature_names)
+    assert X.shape == X0.shape
+    assert_allclose(X.materialize(sparse=False).compute(), X0.materialize(sparse=False))
+    assert_array_equal(y.compute(), y0)
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_snowflake_equals_the_in_memory_tables(how):
+    sales, stores, regions = tables()
+    joins = snowflake(stores, regions, how)
+    expected = from_tables(sales, joins, target="y")
+    got = from_tables(dd.from_pandas(sales, npartitions=5), joins, target="y")
+    assert_same(expected, got)
+    assert got[0].npartitions == 5
+    model = FactorizedRidge(alpha=0.1).fit(*got)
+    reference = FactorizedRidge(alpha=0.1).fit(*expected)
+    assert_allclose(model.coef_, reference.coef_, rtol=1e-9)
+
+
+def test_an_inner_join_can_empty_a_partition():
+    sales, stores, _ = tables()
+    sales = sales.sort_values("store", na_position="first").reset_index(drop=True)
+    sales.loc[:39, "store"] = 99  # the whole first partition matches nothing
+    expected = from_tables(sales, [Join(stores, on="store")], target="y")
+    got = from_tables(dd.from_pandas(sales, chunksize=40, sort=False),
+                      [Join(stores, on="store")], target="y")
+    assert got[0].row_counts == (0, 40, 16)  # the emptied partition stays, empty
+    assert_same(expected, got)
+
+
+def test_multi_column_keys_targets_in_a_dimension_and_features():
+    rng = np.random.default_rng(1)
+    dim = pd.DataFrame({"a": [0, 0, 1, 1], "b": ["x", "y", "x", "y"], "w": rng.random(4),
+                        "label": [1.0, 2.0, 3.0, 4.0]})
+    fact = pd.DataFrame({"a": rng.integers(0, 2, 50), "b": rng.choice(["x", "y"], 50),
+                         "v": rng.random(50), "u": rng.random(50)})
+    joins = [Join(dim, on=["a", "b"])]
+    expected = from_tables(fact, joins, target="label", features=["v", "w"])
+    got = from_tables(dd.from_pandas(fact, npartitions=3), joins, target="label",
+                      features=["v", "w"])
+    assert_same(expected, got)
+    X = from_tables(dd.from_pandas(fact, npartitions=3), joins)
+    assert list(X.feature_names) == list(from_tables(fact, joins).feature_names)
+
+
+def test_categorical_fact_columns_can_be_dropped():
+    sales, stores, _ = tables()
+    sales["channel"] = np.where(sales["promo"], "web", "shop")
+    frame = dd.from_pandas(sales, npartitions=3)
+    with pytest.raises(TypeError, match="column 'channel'.*categorical='drop'"):
+        from_tables(frame, [Join(stores, on="store")])
+    X = from_tables(frame, [Join(stores, on="store")], categorical="drop")
+    assert "channel" not in X.feature_names and "city" not in "".join(X.feature_names)
+
+
+@pytest.mark.parametrize("join, message", [
+    (lambda s: Join(s, on="store", how="outer"), "how='outer' is not supported"),
+    (lambda s: Join(pd.concat([s, s]), on="store"), "not unique"),
+    (lambda s: Join(s.astype({"store": str}), on="store"), "cannot be equal"),
+    (lambda s: Join(s, pairs=([0], [0])), "pairs are not supported"),
+    (lambda s: Join(s, on="shop"), r"left keys \['shop'\] are in no earlier tables"),
+])
+def test_unsupported_joins_say_so(join, message):
+    sales, stores, _ = tables()
+    with pytest.raises((ValueError, TypeError, KeyError), match=message):
+        from_tables(dd.from_pandas(sales, npartitions=2), [join(stores)])
+
+
+def test_other_errors_name_what_is_wrong():
+    sales, stores, _ = tables()
+    frame = dd.from_pandas(sales, npartitions=2)
+    joins = [Join(stores, on="store", how="left")]
+    with pytest.raises(ValueError, match="fill_value=0 only"):
+        from_tables(frame, joins, fill_value=1.0)
+    with pytest.raises(ValueError, match=r"Join keys \['store'\] cannot be features"):
+        from_tables(frame, joins, features=["store", "size"])
+    with pytest.raises(KeyError, match="exist in no table"):
+        from_tables(frame, joins, features=["size", "nothing"])
+    with pytest.raises(KeyError, match="target column 'z'"):
+        from_tables(frame, joins, target="z")
+    with pytest.raises(ValueError, match="missing for .* target rows"):
+        from_tables(frame, joins, target="size")  # left-join misses have no target
