@@ -213,9 +213,10 @@ OPTIONS = {
             "column (both summing in an order the hardware picks; kept to be measured)."),
     "one_thread_cells": Option(
         1 << 22, "int",
-        doc="Logistic regression limits BLAS and its pointwise loss to one thread below this "
-            "many cells of ``X`` (its small products lose more to thread start-up than they "
-            "gain); so does the gram for the products of its factorized blocks, below this "
+        doc="Logistic regression limits its pointwise loss to one thread below this many "
+            "cells of ``X`` (small evaluations lose more to thread start-up than they gain; "
+            "its products always run on one BLAS thread); BLAS is limited to one thread for "
+            "the gram's products of factorized blocks below this "
             "many cells of theirs, and ``FactorizedRidgeCV`` for a whole fit, below this many "
             "cells of ``X``, and for each eigendecomposition, below this many of its matrix."),
     # Reading tables.

@@ -328,10 +328,11 @@ def logistic_path(matrix, y_index, n_classes, sample_weight, Cs, *, fit_intercep
     n_iter : ndarray of int32 of shape (n_cs,)
         Each C's iterations.
     """
-    # Below ``one_thread_cells`` the solver runs on one BLAS thread, and the pointwise
-    # loss on one OpenMP thread: it alternates matrix-vector products with its own small
-    # steps, and with more threads each product pays for waking the others, more than
-    # they bring at that size (``benchmarks/estimators.py`` times the fits).
+    # The products run on one BLAS thread: they are matrix-vector products, bound by the
+    # memory they read, and BLAS threads that wait for work after each one keep the cores
+    # from the pointwise loss's OpenMP threads, which do the arithmetic. Below
+    # ``one_thread_cells`` the loss runs on one thread too: each evaluation would pay more
+    # for waking the others than they bring (``benchmarks/estimators.py`` times the fits).
     small = matrix.shape[0] * matrix.shape[1] < get_config()["one_thread_cells"]
     n_threads = 1 if small else _openmp_effective_n_threads()
     loss = LogisticLoss(matrix, y_index, n_classes, sample_weight, fit_intercept, 0.0,
@@ -339,7 +340,7 @@ def logistic_path(matrix, y_index, n_classes, sample_weight, Cs, *, fit_intercep
     flat = np.zeros(loss.n_parameters) if start is None else np.ravel(start)
     coefs, n_iter = [], []
     progress = IterationProgress(verbose, max_iter * len(Cs), description)
-    with one_blas_thread(small), progress:
+    with one_blas_thread(), progress:
         for C in Cs:
             loss.l2_reg_strength = 0.0 if np.isinf(C) else 1.0 / (C * loss.weight_sum)
             if solver == "gd":

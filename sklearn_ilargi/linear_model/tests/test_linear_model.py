@@ -386,9 +386,10 @@ def test_minimum_norm_solve_with_and_without_cholesky(monkeypatch, smallest, cho
     assert_allclose(X @ got, X @ expected, atol=1e-5 * np.abs(X @ expected).max())
 
 
-def test_small_fits_solve_on_one_blas_thread(monkeypatch):
-    """Below ``one_thread_cells`` the solver runs with BLAS limited to one thread, and gives
-    the same model as with BLAS as it is."""
+def test_logistic_products_run_on_one_blas_thread(monkeypatch):
+    """The products run with BLAS limited to one thread, whatever the size; the pointwise loss
+    runs on one OpenMP thread below ``one_thread_cells`` and on all above; the model is the
+    same either way."""
     from threadpoolctl import threadpool_info
 
     from sklearn_ilargi.linear_model import _logistic
@@ -399,15 +400,15 @@ def test_small_fits_solve_on_one_blas_thread(monkeypatch):
     loss_gradient = _logistic.LogisticLoss.loss_gradient
 
     def spy(self, flat):
-        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        seen.append((blas, self.n_threads))
         return loss_gradient(self, flat)
 
     monkeypatch.setattr(_logistic.LogisticLoss, "loss_gradient", spy)
     one = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
-    assert seen and set(seen) == {1}
+    assert seen and set(seen) == {(1, 1)}
     seen.clear()
     with config_context(one_thread_cells=0):
         as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
-    blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-    assert set(seen) == {max(blas)}
+    assert set(seen) == {(1, _logistic._openmp_effective_n_threads())}
     assert_allclose(one.coef_, as_is.coef_, rtol=1e-8, atol=1e-10)
