@@ -1139,8 +1139,9 @@ class NormalizedMatrix:
         return state
 
 
-class TransposedNormalizedMatrix:
-    """``nm.T``: a lazy view whose products run the transposed rewrites."""
+class TransposedView:
+    """The transpose of a matrix held by reference: its shape, dtype and ``.T``; subclasses
+    give it the products."""
 
     __array_ufunc__ = None
 
@@ -1162,6 +1163,10 @@ class TransposedNormalizedMatrix:
     @property
     def T(self):
         return self.matrix
+
+
+class TransposedNormalizedMatrix(TransposedView):
+    """``nm.T``: a lazy view whose products run the transposed rewrites."""
 
     def __matmul__(self, y):
         """``T.T @ y``; for a NormalizedMatrix ``y`` over the same target rows, a dense

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
-from ._matrix import NormalizedMatrix, _is_single, _row_indices, _split_key
+from ._matrix import NormalizedMatrix, TransposedView, _is_single, _row_indices, _split_key
 from ._row_map import RowMap
 
 
@@ -1060,29 +1060,8 @@ class PartitionedMatrix:
         return out if dtype is None else out.astype(dtype, copy=False)
 
 
-class TransposedPartitionedMatrix:
+class TransposedPartitionedMatrix(TransposedView):
     """``T.T`` of a PartitionedMatrix: ``T.T @ Y`` sums the partitions' ``T_p.T @ Y_p``."""
-
-    __array_ufunc__ = None
-
-    def __init__(self, matrix):
-        self.matrix = matrix
-
-    @property
-    def shape(self):
-        return self.matrix.shape[::-1]
-
-    @property
-    def dtype(self):
-        return self.matrix.dtype
-
-    @property
-    def ndim(self):
-        return 2
-
-    @property
-    def T(self):
-        return self.matrix
 
     def __matmul__(self, Y):
         """``T.T @ Y`` for ``Y`` of ``n_rows`` rows (numpy or Dask, chunks of any size), or
