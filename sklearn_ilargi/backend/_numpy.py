@@ -12,6 +12,7 @@ import functools
 import operator
 import os
 import platform
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -572,19 +573,55 @@ def threads():
         return os.cpu_count() or 1
 
 
+class _WorkerPool:
+    """One pool of :func:`threads` threads for the whole process, started on first use.
+
+    Starting threads for every product costs more than a product of a few milliseconds
+    takes, so the pool lives as long as the process. A child made by ``fork`` inherits the
+    pool's object but not its threads: the pool remembers the process that started it and a
+    child starts its own. Work submitted from inside the pool runs in the submitting thread,
+    since queueing it behind the thread that waits for it could never finish.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pool = None
+        self._pid = None
+        self._inside = threading.local()
+
+    def _mark_inside(self):
+        self._inside.active = True
+
+    def map(self, func, items):
+        if getattr(self._inside, "active", False):
+            return [func(item) for item in items]
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                self._pool = ThreadPoolExecutor(
+                    threads(), thread_name_prefix="sklearn-ilargi", initializer=self._mark_inside
+                )
+                self._pid = os.getpid()
+            pool = self._pool
+        return list(pool.map(func, items))
+
+
+_WORKERS = _WorkerPool()
+
+
 def map_in_threads(func, items):
-    """``[func(item) for item in items]``, one thread per item.
+    """``[func(item) for item in items]``, on the process's pool of threads (one per core).
 
     numpy's gathers, scipy's sparse products and BLAS release the GIL, so independent slices of
     rows run side by side; BLAS is kept to one thread meanwhile, not to oversubscribe the cores.
+    Called from one of those threads, it runs the items in that thread, one after the other.
     """
     from ..utils._threads import one_blas_thread  # here: utils imports this package
 
     items = list(items)
     if len(items) <= 1:
         return [func(item) for item in items]
-    with one_blas_thread(), ThreadPoolExecutor(len(items)) as pool:
-        return list(pool.map(func, items))
+    with one_blas_thread():
+        return _WORKERS.map(func, items)
 
 
 def one_thread(enabled=True):

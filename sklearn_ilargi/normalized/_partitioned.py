@@ -22,7 +22,9 @@ import numpy as np
 
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
-from ._matrix import NormalizedMatrix, TransposedView, _is_single, _row_indices, _split_key
+from ._matrix import NormalizedMatrix
+from ._selection import _is_single, _row_indices, _split_key
+from ._transposed import TransposedView
 from ._row_map import RowMap
 
 
