@@ -29,6 +29,7 @@ Writes ``benchmarks/results/batch.json`` (``batch_selection.json`` or ``batch_ba
 for one section) and prints markdown tables. Never asserts.
 """
 
+import math
 import time
 import warnings
 
@@ -50,6 +51,7 @@ from sklearn_ilargi import (
     config_context,
     from_tables,
 )
+from sklearn_ilargi.cost._hardware import available_memory
 from sklearn_ilargi.cost.calibration._scenarios import FAMILIES, make_calibration_scenario
 from sklearn_ilargi.datasets import join_with_pandas, make_onehot_star
 from sklearn_ilargi.datasets._tpch import (
@@ -60,6 +62,12 @@ from sklearn_ilargi.datasets._tpch import (
     load_tpch,
     tpch_description,
 )
+
+#: Least seconds of one timed sample of a batch task (see ``batch_tasks``).
+MIN_SAMPLE_SECONDS = 0.2
+
+#: Most ``size_scale`` of the one-hot family in the batch (see ``batch_datasets``).
+ONEHOT_SIZE_SCALE = 0.1
 
 #: The penalties of every search: 30 values, log-spaced.
 ALPHAS = np.logspace(-3, 3, 30)
@@ -107,80 +115,126 @@ def ridge_cv_class():
     return FactorizedRidgeCV
 
 
-def selection_case(label, description, repeats):
-    """Time the searches of one dataset; returns its row of results."""
+def selection_case(label, description, repeats, search_alphas):
+    """Time the searches of one dataset; returns its row of results.
+
+    The two searches that share no work across penalties (the grid search without the
+    cache, and scikit-learn's ``RidgeCV(cv=5)``, a grid search of ``Ridge`` inside) fit every
+    penalty and fold on its own, so their time grows by one fold's fits per penalty. Where
+    ``search_alphas`` (None: all below a million rows, else 2) is below ``len(ALPHAS)``,
+    they run on that many of the penalties, spread over the range, and
+    their time for all of them is extrapolated: ``(5 * 30 + 1) / (5 * k + 1)`` times the
+    fits (the refit included), plus scikit-learn's join once. Measured and extrapolated
+    seconds are both kept, and the row says so.
+    """
     X, y = from_tables(**description)
     print(f"\n{label}: {X.shape[0]} rows x {X.shape[1]} columns, {len(X.blocks)} blocks",
           flush=True)
-    grid = {"alpha": list(ALPHAS)}
+    if search_alphas is None:  # all of them below a million rows
+        search_alphas = len(ALPHAS) if X.shape[0] < 1_000_000 else 2
+    k = min(search_alphas, len(ALPHAS))
+    few = ALPHAS[np.linspace(0, len(ALPHAS) - 1, k).round().astype(int)]
+    scale = (FOLDS * len(ALPHAS) + 1) / (FOLDS * k + 1)
+    recorded = {}  # the join's seconds and the cache's counts, from inside the runs
 
-    def search():
-        return GridSearchCV(FactorizedRidge(), grid, cv=FOLDS).fit(X, y)
+    def search(alphas=ALPHAS):
+        return GridSearchCV(FactorizedRidge(), {"alpha": list(alphas)}, cv=FOLDS).fit(X, y)
 
     def search_with_cache():
         clear_cache()  # each run computes every fold's results once
         with config_context(cache="memory"):
-            return search()
+            fitted = search()
+            recorded["cache"] = cache_info()
+        clear_cache()
+        return fitted
 
     def one_fit():
         return FactorizedRidge().fit(X, y)
 
     def sklearn_on_the_join():
+        start = time.perf_counter()
         frame, target = join_with_pandas(**description)
-        return RidgeCV(alphas=ALPHAS, cv=FOLDS).fit(frame.to_numpy(dtype=np.float64), target)
+        T = frame.to_numpy(dtype=np.float64)
+        del frame
+        recorded["join_seconds"] = time.perf_counter() - start
+        return RidgeCV(alphas=few, cv=FOLDS).fit(T, target)
 
-    functions = {"grid_search": search, "grid_search_cached": search_with_cache,
+    functions = {"grid_search": lambda: search(few), "grid_search_cached": search_with_cache,
                  "one_fit": one_fit, "sklearn_ridge_cv_with_join": sklearn_on_the_join}
     ridge_cv = ridge_cv_class()
     if ridge_cv is not None:
         functions["ridge_cv"] = lambda: ridge_cv(alphas=ALPHAS, cv=FOLDS).fit(X, y)
+    # The join and scikit-learn's fits hold about three copies of the joined matrix.
+    needed = 3.2 * X.shape[0] * X.shape[1] * 8
+    skipped = needed > available_memory()
+    if skipped:
+        del functions["sklearn_ridge_cv_with_join"]
     # The searches take minutes: one run each, interleaved, after no warm-up.
     times = dict(zip(functions, median_times(list(functions.values()), repeats=repeats,
                                              warmup=0)))
-    with config_context(cache="memory"):
-        clear_cache()
-        search()
-        info = cache_info()
-    clear_cache()
+    measured = dict(times)
+    times["grid_search"] *= scale
+    if not skipped:
+        join = recorded["join_seconds"]
+        times["sklearn_ridge_cv_with_join"] = join + (measured["sklearn_ridge_cv_with_join"]
+                                                     - join) * scale
+    info = recorded["cache"]  # what the last run with the cache did
     row = {"dataset": label, "shape": list(X.shape), "seconds": times,
            "strategy": one_fit().strategy_,
-           "cache_hits": info.hits, "cache_misses": info.misses,
-           "ratios": {
+           "cache_hits": info.hits, "cache_misses": info.misses, "ratios": {
                "grid_search / grid_search_cached": times["grid_search"]
-               / times["grid_search_cached"],
-               "sklearn_ridge_cv_with_join / grid_search_cached":
-                   times["sklearn_ridge_cv_with_join"] / times["grid_search_cached"]}}
+               / times["grid_search_cached"]}}
+    if k < len(ALPHAS):
+        row["measured_seconds"] = measured
+        row["extrapolated"] = (
+            f"grid_search and sklearn_ridge_cv_with_join ran {k} of the {len(ALPHAS)} "
+            f"penalties; their seconds are extrapolated (fits times {scale:.3g}, "
+            "scikit-learn's join once)")
+    if skipped:
+        row["note"] = (f"scikit-learn's RidgeCV left out: it needs about {needed / 2**30:.1f} "
+                       "GiB, more than the memory available")
+    else:
+        row["join_seconds"] = recorded["join_seconds"]
+        row["ratios"]["sklearn_ridge_cv_with_join / grid_search_cached"] = (
+            times["sklearn_ridge_cv_with_join"] / times["grid_search_cached"])
     if ridge_cv is None:
         row["note"] = "FactorizedRidgeCV is not in this version: its rows are left out."
     else:
         row["ratios"]["ridge_cv / one_fit"] = times["ridge_cv"] / times["one_fit"]
-        row["ratios"]["sklearn_ridge_cv_with_join / ridge_cv"] = (
-            times["sklearn_ridge_cv_with_join"] / times["ridge_cv"])
+        if not skipped:
+            row["ratios"]["sklearn_ridge_cv_with_join / ridge_cv"] = (
+                times["sklearn_ridge_cv_with_join"] / times["ridge_cv"])
         row["ratios"]["grid_search_cached / ridge_cv"] = (
             times["grid_search_cached"] / times["ridge_cv"])
     return row
 
 
 def print_selection(rows):
-    print("\n| dataset | shape | path | " + " | ".join(rows[0]["ratios"]) + " |")
-    print("|---|---|---|" + "---|" * len(rows[0]["ratios"]))
+    names = list(dict.fromkeys(name for row in rows for name in row["ratios"]))
+    print("\n| dataset | shape | path | " + " | ".join(names) + " |")
+    print("|---|---|---|" + "---|" * len(names))
     for row in rows:
-        ratios = " | ".join(f"{v:.2f}" for v in row["ratios"].values())
+        ratios = " | ".join(f"{row['ratios'][n]:.2f}" if n in row["ratios"] else "-"
+                            for n in names)
         print(f"| {row['dataset']} | {row['shape'][0]}x{row['shape'][1]} | "
               f"{row['strategy']} | {ratios} |")
     for row in rows:
         seconds = ", ".join(f"{k} {v:.2f}" for k, v in row["seconds"].items())
         print(f"{row['dataset']} seconds: {seconds}; gram misses/hits with the cache: "
               f"{row['cache_misses'].get('gram', 0)}/{row['cache_hits'].get('gram', 0)}"
-              + (f" ({row['note']})" if "note" in row else ""))
+              + (f" ({row['note']})" if "note" in row else "")
+              + (f" ({row['extrapolated']})" if "extrapolated" in row else ""))
 
 
 # ---------------------------------------------------------------------- (a) batch
 def batch_datasets(per_family, size_scale, tpch_scale, onehot_rows):
     """``(label, X, y_regression, y_classes)`` of every dataset of the batch."""
     for family in FAMILIES:
+        # The one-hot family's materialized PCA holds its dense join: kept to the size
+        # whose tasks already take a second.
+        scale = min(size_scale, ONEHOT_SIZE_SCALE) if family == "onehot" else size_scale
         for seed in range(per_family):
-            s = make_calibration_scenario(family, 1000 + seed, size_scale)
+            s = make_calibration_scenario(family, 1000 + seed, scale)
             yield s.id, s.X, s.y_regression, s.y_classes
     X, y = from_tables(**onehot_tables(onehot_rows, (onehot_rows // 20, onehot_rows // 100),
                                        (20,)))
@@ -206,21 +260,45 @@ def fitter(cls, params, target, X, y_regression, y_classes, strategy):
     return fit
 
 
+def seconds_of(function):
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def runs(function, number):
+    """``function`` run ``number`` times in a row: one timed sample."""
+    def run():
+        for _ in range(number):
+            function()
+    return run
+
+
 def batch_tasks(datasets, repeats, save):
-    """Time every task; ``save(rows)`` after each dataset keeps what a cut run measured."""
+    """Time every task; ``save(rows)`` after each dataset keeps what a cut run measured.
+
+    One run of each path warms it up and sizes its samples: a path that takes less than
+    ``MIN_SAMPLE_SECONDS`` runs as many times per sample as reach it (as ``timeit`` does);
+    its time is per run."""
     rows = []
     for label, X, y_regression, y_classes in datasets:
         for name, (cls, params, target) in BATCH_ESTIMATORS.items():
             fits = {s: fitter(cls, params, target, X, y_regression, y_classes, s)
                     for s in ("factorized", "materialized", "auto")}
             chosen = fits["auto"]().strategy_
-            factorized, materialized = median_times([fits["factorized"],
-                                                     fits["materialized"]], repeats=repeats)
+            paths = ("factorized", "materialized")
+            number = [max(1, math.ceil(MIN_SAMPLE_SECONDS / max(seconds_of(fits[s]), 1e-6)))
+                      for s in paths]
+            factorized, materialized = (
+                t / n for t, n in zip(median_times([runs(fits[s], n) for s, n in
+                                                    zip(paths, number)],
+                                                   repeats=repeats, warmup=0), number))
             rows.append({"dataset": label, "estimator": name, "shape": list(X.shape),
                          "factorized": factorized, "materialized": materialized,
-                         "auto_strategy": chosen})
+                         "auto_strategy": chosen, "runs_per_sample": number})
             print(f"{label:>16} {name:>18}: factorized {factorized:.3f}s, materialized "
-                  f"{materialized:.3f}s, auto takes {chosen}", flush=True)
+                  f"{materialized:.3f}s ({repeats} samples of {number} runs), auto takes "
+                  f"{chosen}", flush=True)
         save(rows)
     return rows
 
@@ -257,19 +335,24 @@ def main():
     parser = arguments(__doc__, repeats=3)
     parser.add_argument("--section", choices=("selection", "batch", "both"), default="both")
     parser.add_argument("--tpch-scale", type=float, default=1.0,
-                        help="TPC-H scale factor of both sections (0 leaves TPC-H out)")
+                        help="TPC-H scale factor of the selection (0 leaves TPC-H out)")
+    parser.add_argument("--batch-tpch-scale", type=float, default=0.1,
+                        help="TPC-H scale factor of the batch (0 leaves TPC-H out)")
     parser.add_argument("--selection-repeats", type=int, default=1,
                         help="runs of each search (they take minutes)")
+    parser.add_argument("--search-alphas", type=int, default=None,
+                        help="penalties that the searches without shared work run, the "
+                             "rest extrapolated (default: all below 10^6 rows, else 2)")
     parser.add_argument("--onehot-rows", type=int, default=20_000,
                         help="events of the one-hot stars")
     parser.add_argument("--per-family", type=int, default=1,
                         help="scenarios per synthetic family in the batch")
-    parser.add_argument("--size-scale", type=float, default=0.3,
+    parser.add_argument("--size-scale", type=float, default=1.0,
                         help="scales the rows of the synthetic scenarios")
     args = parser.parse_args()
-    if args.tpch_scale and generator_path() is None:
+    if (args.tpch_scale or args.batch_tpch_scale) and generator_path() is None:
         print(f"TPC-H left out: {GENERATOR_MISSING}")
-        args.tpch_scale = 0.0
+        args.tpch_scale = args.batch_tpch_scale = 0.0
     info = machine()
     print(f"{info['cores']} cores, BLAS {info['blas']}")
     results = {"machine": info, "arguments": {k: str(v) for k, v in vars(args).items()},
@@ -284,7 +367,8 @@ def main():
                                                        args.onehot_rows // 400), (20,)))]
             if args.tpch_scale:
                 cases.insert(0, (f"TPC-H SF{args.tpch_scale:g}", tpch_tables(args.tpch_scale)))
-            rows = [selection_case(label, description, args.selection_repeats)
+            rows = [selection_case(label, description, args.selection_repeats,
+                                   args.search_alphas)
                     for label, description in cases]
             results["selection"] = rows
             print_selection(rows)
@@ -294,7 +378,7 @@ def main():
                 write_results(args.out, name, results)
 
             tasks = batch_tasks(batch_datasets(args.per_family, args.size_scale,
-                                               args.tpch_scale, args.onehot_rows),
+                                               args.batch_tpch_scale, args.onehot_rows),
                                 args.repeats, save)
             metric = batch_metric(tasks)
             results["batch"] = {"tasks": tasks, "metric": metric}

@@ -82,7 +82,10 @@ OPTIONS = {
             "rank-one term of the fold's own mean. Where that term cancels more than this "
             "factor of a column's (or a target's) sum of squares (the fold's mean lies far "
             "from the overall one against its spread), the fold's gram is computed again "
-            "from its own rows, centered by their mean. Below 1, every fold is."),
+            "from its own rows, centered by their mean. Below 1, every fold is. The same "
+            "factor bounds the held-out :math:`R^2` scores taken from the held-out rows' "
+            "sums: a penalty whose squared errors' terms can exceed it times the target's "
+            "sum of squares is scored from its predictions instead (below 1, every one is)."),
     "cv_working_memory": Option(
         256.0, "float",
         doc="Memory (MiB) for the arrays that ``FactorizedRidgeCV`` holds across the rows: "
@@ -195,6 +198,14 @@ OPTIONS = {
             "alone (added to the new cluster, taken from the old one) where they are at most "
             "this share of the samples; else it sums every sample again (0: whenever one "
             "changed)."),
+    "pruned_argmin_min_share": Option(
+        0.5, "float",
+        doc="K-means labels the samples of a star with one dimension from their dimension "
+            "rows alone, through an exact bound (a sample whose fact part cannot overturn "
+            "its dimension row's closest center keeps that center, without its distances to "
+            "the others), where the bound decides at least this share of a sample of the "
+            "rows, and of each slice of rows; else it computes every distance (above 1: "
+            "never)."),
     "rows_per_gather": Option(
         1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),

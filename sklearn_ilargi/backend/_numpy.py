@@ -165,20 +165,26 @@ def _filled(out, value):
 def add_gathered_rows(out, z, row_map):
     """``out += I @ z`` in place, a slice of target rows at a time.
 
-    Slicing (``rows_per_gather`` rows, a setting) keeps the gathered temporary small and
-    reused, instead of a fresh ``n_target``-row array whose first touch costs as much as the
-    gather itself.
+    Slicing (``rows_per_gather`` rows, a setting) gathers into one small buffer, reused,
+    instead of a fresh ``n_target``-row array whose first touch costs as much as the gather
+    itself.
     """
     if row_map.indices is None:
         out += z
         return
-    if row_map.has_missing:  # -1 then takes this last, zero row
-        z = np.concatenate([z, np.zeros((1,) + z.shape[1:], dtype=z.dtype)])
+    if z.shape[0] == 0:  # every target row is missing: nothing to add
+        return
     positions = _positions(row_map)  # np.take of intp skips fancy indexing's int32 conversion
     step = get_config()["rows_per_gather"]
+    buffer = np.empty((min(step, len(positions)),) + z.shape[1:], dtype=z.dtype)
     for start in range(0, len(positions), step):
-        stop = start + step
-        out[start:stop] += np.take(z, positions[start:stop], axis=0)
+        stop = min(start + step, len(positions))
+        rows = buffer[:stop - start]
+        # mode="clip": -1 picks row 0, zeroed below (the default mode buffers its output)
+        np.take(z, positions[start:stop], axis=0, out=rows, mode="clip")
+        if row_map.has_missing:
+            rows[row_map.indices[start:stop] < 0] = 0
+        out[start:stop] += rows
 
 
 def _transposed_indicator(row_map, dtype):

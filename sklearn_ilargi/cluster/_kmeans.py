@@ -1,5 +1,6 @@
 """K-means (Lloyd) whose distances and centroids run over the sources: FactorizedKMeans."""
 
+import functools
 import numbers
 import warnings
 from typing import NamedTuple
@@ -37,7 +38,11 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     argmin of ``||c||^2 - 2 x.c``, through ``X @ C.T`` taken a slice of samples at a time and
     reduced at once (as scikit-learn's compiled Lloyd does: the ``n x k`` distances are never
     held, and ``||x||^2`` is computed once per fit), and the new centroids through group
-    sums ``X.T @ R`` of the one-hot assignments, which never build ``R``. Plain numpy or
+    sums ``X.T @ R`` of the one-hot assignments, which never build ``R``. On a star with one
+    dimension, a sample whose fact part cannot overturn its dimension row's closest center
+    (an exact bound, with room for rounding) takes that center without its distances to the
+    others: clusters that the dimension separates leave most samples so once the centers
+    settle (the ``pruned_argmin_min_share`` setting). Plain numpy or
     scipy.sparse input (and the joined matrix of the materialized path) runs scikit-learn's
     own compiled iterations, Lloyd's or Elkan's, from these seeds. Dense data is centered
     first, as scikit-learn does, a NormalizedMatrix in its dense sources, so that the
@@ -479,6 +484,17 @@ def _closest_centers(matrix, centers):
     return matrix.argmin_of_product(-2.0 * centers.T, (centers**2).sum(axis=1))
 
 
+def _closest_labels(matrix, centers):
+    """The labels of :func:`_closest_centers` alone.
+
+    Without the distances, on a NormalizedMatrix, most samples of clusters that a dimension
+    separates take their label from their dimension row by an exact bound, without their
+    distances to the other centers (``TrainingMatrix.argmin_of_product`` with
+    ``values=False``).
+    """
+    return matrix.argmin_of_product(-2.0 * centers.T, (centers**2).sum(axis=1),
+                                    values=False)[0]
+
 def _partial_distances_to(matrix, centers, labels):
     """``||c||^2 - 2 x.c`` for the center ``c`` of each sample's label (whichever is
     closest), through the whole product ``X @ C.T``."""
@@ -529,14 +545,17 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     summed = None if np.all(sample_weight == 1) else sample_weight.astype(matrix.dtype)
     strict, previous = False, None
     for iteration in range(max_iter):
-        labels, partial = _closest_centers(matrix, centers)
+        labels = _closest_labels(matrix, centers)
         # One comparison with the labels before serves the sums and the strict convergence.
         moved = None if previous is None else np.flatnonzero(labels != previous.labels)
         previous = _cluster_sums(matrix, labels, summed, n_clusters, previous, moved)
+        # The distances to the labels' centers, where an empty cluster or the progress
+        # report needs them: the same labels again, with their entries.
+        partial = functools.cache(lambda centers=centers: _closest_centers(matrix, centers)[1])
         new_centers = _update_centers(matrix, labels, partial, previous.sums.copy(),
                                       previous.weights, sample_weight)
         if progress.enabled:
-            progress(inertia=_inertia(matrix, sample_weight, partial))
+            progress(inertia=_inertia(matrix, sample_weight, partial()))
         shift = ((new_centers - centers) ** 2).sum()
         labeled_by, centers = centers, new_centers
         if moved is not None and not len(moved):
@@ -552,6 +571,8 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     elif not np.array_equal(centers, labeled_by):
         # The labels stayed, but a relocated empty cluster moved its center after them.
         partial = _partial_distances_to(matrix, centers, labels)
+    else:
+        partial = partial()
     return labels, _inertia(matrix, sample_weight, partial), centers, iteration + 1
 
 
@@ -605,6 +626,8 @@ def _cluster_weights(labels, weights, n_clusters):
 def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
     """The weighted means of the clusters from their ``sums`` (changed in place) and their
     weights ``in_cluster`` (see :class:`_ClusterSums`); empty clusters are relocated.
+    ``partial()`` gives each sample's ``||c||^2 - 2 x.c`` to its center, asked for only
+    where a cluster is empty.
 
     As scikit-learn's Lloyd does it: the samples farthest from their centers found the empty
     clusters (:func:`_farthest`; none if every sample sits on its center), and a cluster left
@@ -614,7 +637,7 @@ def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
     """
     in_cluster = in_cluster.astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
-    far = _farthest(matrix, partial, empty.size) if empty.size else []
+    far = _farthest(matrix, partial(), empty.size) if empty.size else []
     if len(far):
         points = _rows(matrix, far)
         for cluster, sample, point in zip(empty, far, points):

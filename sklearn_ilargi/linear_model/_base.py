@@ -23,7 +23,7 @@ from ..utils._sklearn_compat import Interval, StrOptions, _check_sample_weight
 
 from .._config import get_config
 from ..base import reads_fitted_model
-from ..utils import TrainingMatrix, validate_input
+from ..utils import TrainingMatrix, one_blas_thread, validate_input
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
 
@@ -61,8 +61,10 @@ def linear_predict(estimator, X):
     """``X @ coef_.T + intercept_``, factorized when ``X`` is a NormalizedMatrix."""
     check_is_fitted(estimator)
     X = validate_input(estimator, X, reset=False, accept_sparse=ACCEPT_SPARSE)
+    # A selection of rows (a held-out fold, X[test]) multiplies only the rows it reads.
+    matrix = TrainingMatrix(X).compacted()
     # lazy: the predictions of a PartitionedMatrix stay a Dask array of its rows.
-    return TrainingMatrix(X).matmul(estimator.coef_.T, lazy=True) + estimator.intercept_
+    return matrix.matmul(estimator.coef_.T, lazy=True) + estimator.intercept_
 
 
 # ---------------------------------------------------------------------- least squares
@@ -108,6 +110,13 @@ def solve_normal_equations(gram_centered, rhs, alpha, constant=None, rcond=0.0,
     rank : int
         Rank used for the targets without penalty (``c`` when all have one).
     """
+    # A small system gains nothing from BLAS's threads, which lose much where the other
+    # cores are busy.
+    with one_blas_thread(gram_centered.size < get_config()["one_thread_cells"]):
+        return _solve_normal_equations(gram_centered, rhs, alpha, constant, rcond, penalty)
+
+
+def _solve_normal_equations(gram_centered, rhs, alpha, constant, rcond, penalty):
     out = np.empty_like(rhs)
     rank = gram_centered.shape[0]
     mask = constant if callable(constant) else lambda: constant
@@ -209,6 +218,8 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
     y_mean : ndarray of shape (t,)
     rank : int
     """
+    # A selection of rows (the training fold of a search) reads only its rows' sources.
+    matrix = matrix.compacted()
     # Found once, and only if a solve asks (see solve_normal_equations).
     constant = functools.cache(matrix.constant_columns) if fit_intercept else None
     solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond,
@@ -339,11 +350,19 @@ def top_eigenvalue(matrix, sample_weight, *, extra_column=False, seed=0):
         return _largest_eigenvalue(operator.matmat(np.eye(n_columns)))
     # Lanczos starts in the operator's range, from a random vector: where that image is
     # zero, the operator is (almost surely) zero, which ARPACK refuses to start from.
-    start = operator.matvec(np.random.default_rng(seed).standard_normal(n_columns))
+    random = np.random.default_rng(seed).standard_normal(n_columns)
+    start = operator.matvec(random)
     if not start.any():
         return 0.0
-    (value,) = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", v0=start,
-                                         return_eigenvectors=False)
+    try:
+        (value,) = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", v0=start,
+                                             return_eigenvectors=False)
+    except scipy.sparse.linalg.ArpackError as error:
+        if not str(error).startswith("ARPACK error -9:"):  # "Starting vector is zero"
+            raise
+        # The image is rounding error (every column constant, once centered, say): ARPACK
+        # takes it for zero. ||M r|| / ||r|| does not exceed the largest eigenvalue.
+        return float(np.linalg.norm(start) / np.linalg.norm(random))
     return float(value)
 
 

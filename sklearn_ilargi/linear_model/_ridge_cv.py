@@ -12,8 +12,12 @@ Every penalty of the grid shares the expensive work, as in scikit-learn's ``Ridg
   fold's are the totals minus them, centered by the fold's own mean with a rank-one term that
   is small where the fold's mean is near the overall one, and computed from the fold's own
   rows where it is not (the ``cv_gram_max_cancellation`` setting). One eigendecomposition per
-  fold, then every penalty is a diagonal scaling, and the held-out predictions of all
-  penalties one factorized product. Where ``X`` is too wide for a dense gram (as
+  fold, then every penalty is a diagonal scaling. The default score, :math:`R^2`, follows
+  from the held-out rows' sums too, where they keep its digits (the same setting); other
+  scores, and those penalties, take the held-out predictions of all penalties in one
+  factorized product. The folds' rows are copied out of the sources once
+  (``TrainingMatrix.compact_rows``), so that their products read only those rows. Where
+  ``X`` is too wide for a dense gram (as
   :class:`~sklearn_ilargi.FactorizedRidge` decides), conjugate gradients over the products
   solve each fold, from the largest penalty down, each solve warm-started from the last.
 """
@@ -295,9 +299,18 @@ class FactorizedRidgeCV(
                                        self.max_iter)
         else:
             folds_of = _ClosedFormFolds(matrix, y2, sample_weight, self.fit_intercept, folds)
+        # R^2, the default score, from each penalty's sums of squared errors (see
+        # squared_errors): no penalty's predictions are held, nor scored one by one.
+        r2 = self.scoring in (None, "r2") and matrix.dtype == np.float64
         scores = np.empty((len(folds), len(alphas)))
         for k, (train, test) in enumerate(folds):
             model = folds_of.fold(k, train, alphas)
+            if r2 and len(test) > 1:
+                weights = sample_weight[test] if weigh_scores else None
+                targets = y2[test]
+                errors = folds_of.squared_errors(k, test, model, targets, weights)
+                scores[k] = _r2_scores(errors, targets, weights)
+                continue
             y_test, test_rows = y[test], folds_of.test_rows(test)
             for chunk in _alpha_chunks(len(alphas), len(test) * y2.shape[1], False):
                 predictions = model.predict(test_rows, chunk)
@@ -451,6 +464,27 @@ def _mean_squared_error_score(squares, n_rows, per_target, y_ndim):
         return -squares.sum() / (n_rows * squares.size)
     per = -squares / n_rows
     return per[0] if y_ndim == 1 else per
+
+
+def _r2_scores(squared_errors, y, sample_weight):
+    """Each penalty's :func:`~sklearn.metrics.r2_score` (averaged uniformly over the
+    targets) from its sums of squared errors ``(n_alphas, n_targets)``, with the metric's
+    rules for a constant target (1 where the errors are 0 too, else 0)."""
+    denominator = _total_squares(y, sample_weight)
+    numerator = squared_errors
+    valid = (denominator != 0) & (numerator != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.where(valid, 1 - numerator / denominator, 1.0)
+    scores[(numerator != 0) & (denominator == 0)] = 0.0
+    return scores.mean(axis=1)
+
+
+def _total_squares(y, sample_weight):
+    """Each column's (weighted) sum of squares about its (weighted) mean, as
+    :func:`~sklearn.metrics.r2_score` takes its denominator."""
+    weight = 1.0 if sample_weight is None else sample_weight[:, None]
+    mean = np.average(y, axis=0, weights=sample_weight)
+    return (weight * (y - mean) ** 2).sum(axis=0)
 
 
 def _score_predictions(scorer, predictions, y, per_target, score_params):
@@ -685,6 +719,56 @@ class _FoldModel:
     x_shift: np.ndarray  # (c,)
     y_center: np.ndarray  # (t,)
 
+    def squared_errors_from_sums(self, sums, y_mean, targets, sample_weight):
+        """:meth:`squared_errors` from the held-out rows' :class:`_RowSums` (centered by
+        the overall means ``y_mean`` and the ``x_shift``'s reference): no pass over them.
+
+        With ``Z`` and ``zy`` those rows centered and ``s = x_shift @ c - y_shift``, the
+        errors of the coefficients ``c`` are ``zy + s - Z c``, whose squares sum to
+        ``sum(w (zy + s)**2) - 2 c.T (Z.T W zy + s Z.T w) + c.T (Z.T W Z) c``. Their rounding
+        is about that of the largest term, at most ``M = (sqrt(sum(w (zy + s)**2)) +
+        sum_j |c_j| sqrt(G_jj))**2`` (Cauchy-Schwarz). A penalty whose ``M`` exceeds the
+        ``cv_gram_max_cancellation`` setting times a target's sum of squares about its mean
+        (the denominator of its :math:`R^2`) is not kept: its errors are to be taken from
+        the predictions.
+
+        Returns
+        -------
+        errors : ndarray of shape (n_alphas, n_targets)
+        kept : ndarray of bool of shape (n_alphas,)
+            The penalties whose errors are kept.
+        """
+        n_columns, n_alphas, n_targets = self.coef.shape
+        coef = self.coef.reshape(n_columns, -1)  # (c, a t), penalty-major
+        shift = (self.x_shift @ coef).reshape(n_alphas, n_targets) - (self.y_center - y_mean)
+        constant = sums.y_squares + 2 * shift * sums.y_sums + shift ** 2 * sums.weight
+        linear = ((coef * np.tile(sums.cross, n_alphas)).sum(axis=0).reshape(n_alphas, -1)
+                  + shift * (sums.x_sums @ coef).reshape(n_alphas, n_targets))
+        quadratic = (coef * (sums.gram @ coef)).sum(axis=0).reshape(n_alphas, n_targets)
+        spread = np.sqrt(np.clip(np.diag(sums.gram), 0, None)) @ np.abs(coef)
+        magnitude = (np.sqrt(np.abs(constant)) + spread.reshape(n_alphas, n_targets)) ** 2
+        limit = get_config()["cv_gram_max_cancellation"]
+        kept = (magnitude <= limit * _total_squares(targets, sample_weight)).all(axis=1)
+        return np.maximum(constant - 2 * linear + quadratic, 0.0), kept
+
+    def squared_errors(self, test_matrix, targets, sample_weight, penalties=None):
+        """Each penalty's (weighted) sum of squared errors on the rows of ``test_matrix``,
+        per target: ``(n_alphas, n_targets)`` (only the ``penalties``, indices, where
+        given), the predictions taken a slice of rows at a time."""
+        chosen = self.coef if penalties is None else self.coef[:, penalties, :]
+        n_columns, n_alphas, n_targets = chosen.shape
+        coef = chosen.reshape(n_columns, -1)
+        bias = np.tile(self.y_center, n_alphas) - self.x_shift @ coef
+        out = np.zeros((n_alphas, n_targets))
+        for start, stop, values in test_matrix.product_slices(coef, bias):
+            residual = targets[start:stop].T - values.reshape(n_alphas, n_targets, -1)
+            if sample_weight is None:
+                out += np.einsum("atn,atn->at", residual, residual)
+            else:
+                out += np.einsum("atn,atn,n->at", residual, residual,
+                                 sample_weight[start:stop])
+        return out
+
     def predict(self, test_matrix, chunk):
         """Predictions (rows, t, len(chunk)) of the penalties ``chunk``."""
         n_columns, _, n_targets = self.coef.shape
@@ -704,6 +788,7 @@ class _ClosedFormFolds:
         self.x_mean, self.y_mean = weighted_means(matrix, y2, sample_weight, fit_intercept)
         self.centered = matrix.centered(self.x_mean) if fit_intercept else matrix
         self.targets = y2 - self.y_mean
+        self.unit_weights = _unless_unit(sample_weight) is None
         n_rows = matrix.shape[0]
         self.held = [_held_out(train, n_rows) for train, _ in folds]
         self.held_sums = [None if rows is None else self._sums(rows) for rows in self.held]
@@ -713,7 +798,7 @@ class _ClosedFormFolds:
             self.total = _RowSums.over(self.centered, self.targets, sample_weight)
 
     def _sums(self, rows):
-        return _RowSums.over(self.centered.select_rows(rows), self.targets[rows],
+        return _RowSums.over(self.centered.compact_rows(rows), self.targets[rows],
                              self.sample_weight[rows])
 
     def fold(self, k, train, alphas):
@@ -721,7 +806,8 @@ class _ClosedFormFolds:
         gram, rhs, x_shift, y_shift = self._system_from_sums(k) or self._direct_system(train)
         eigenvalues, vectors = _symmetric_eigh(gram)
         inverse = _inverse_shifted(eigenvalues, alphas)  # (c, a)
-        coef = np.einsum("ck,ka,kt->cat", vectors, inverse, vectors.T @ rhs)
+        scaled = inverse[:, :, None] * (vectors.T @ rhs)[:, None, :]  # (c, a, t)
+        coef = (vectors @ scaled.reshape(len(scaled), -1)).reshape(scaled.shape)
         return _FoldModel(coef, x_shift, self.y_mean + y_shift)
 
     def _system_from_sums(self, k):
@@ -742,7 +828,7 @@ class _ClosedFormFolds:
     def _direct_system(self, train):
         """A training fold's centered normal equations from its own rows, centered by its
         own means; the shifts are those means minus the overall ones."""
-        rows, weights, targets = self.matrix.select_rows(train), self.sample_weight[train], \
+        rows, weights, targets = self.matrix.compact_rows(train), self.sample_weight[train], \
             self.y2[train]
         x_mean, y_mean = weighted_means(rows, targets, weights, self.fit_intercept)
         _, gram, rhs = centered_normal_equations(rows, targets, weights, x_mean, y_mean,
@@ -752,7 +838,27 @@ class _ClosedFormFolds:
     def test_rows(self, test):
         """The held-out rows, centered by the overall mean (their predictions keep their
         digits where ``X`` has large means)."""
-        return self.centered.select_rows(test)
+        return self.centered.compact_rows(test)
+
+    def squared_errors(self, k, test, model, targets, sample_weight):
+        """Each penalty's sum of squared errors on the rows ``test``, whose targets are
+        ``targets`` (weighted by ``sample_weight``, the fit's weights of those rows, where
+        given), per target: ``(n_alphas, n_targets)``.
+
+        From fold ``k``'s held-out sums where they are those rows' (with the same weights)
+        and the expansion keeps its digits (see :meth:`_FoldModel.squared_errors_from_sums`);
+        else from the predictions."""
+        sums = self.held_sums[k]
+        if not (sums is not None and (sample_weight is not None or self.unit_weights)
+                and np.array_equal(self.held[k], test)):
+            return model.squared_errors(self.test_rows(test), targets, sample_weight)
+        errors, kept = model.squared_errors_from_sums(sums, self.y_mean, targets,
+                                                      sample_weight)
+        if not kept.all():
+            redo = np.flatnonzero(~kept)
+            errors[redo] = model.squared_errors(self.test_rows(test), targets, sample_weight,
+                                                redo)
+        return errors
 
     def refit(self, alpha):
         """The model of every row for a penalty per target: ``(coef, x_mean, y_mean,
@@ -793,12 +899,15 @@ class _IterativeFolds:
         return coef, x_mean, y_mean, n_iter
 
     def fold(self, k, train, alphas):
-        coef, x_mean, y_mean, _ = self._solve(self.matrix.select_rows(train), self.y2[train],
+        coef, x_mean, y_mean, _ = self._solve(self.matrix.compact_rows(train), self.y2[train],
                                               self.sample_weight[train], alphas)
         return _FoldModel(coef, x_mean, y_mean)
 
     def test_rows(self, test):
-        return self.matrix.select_rows(test)
+        return self.matrix.compact_rows(test)
+
+    def squared_errors(self, k, test, model, targets, sample_weight):
+        return model.squared_errors(self.test_rows(test), targets, sample_weight)
 
     def refit(self, alpha):
         coef, x_mean, y_mean, n_iter = self._solve(self.matrix, self.y2, self.sample_weight,
@@ -812,7 +921,9 @@ def _held_out(train, n_rows):
     train = np.asarray(train)
     outside = np.ones(n_rows, dtype=bool)
     outside[train] = False
-    if np.count_nonzero(outside) > len(train) or len(np.unique(train)) != len(train):
+    n_outside = np.count_nonzero(outside)
+    # A row given twice leaves fewer rows inside than the training fold has.
+    if n_outside > len(train) or n_rows - n_outside != len(train):
         return None
     return np.flatnonzero(outside)
 
@@ -822,4 +933,4 @@ def _partition(held, n_rows):
     if any(rows is None for rows in held):
         return False
     every = np.concatenate(held) if held else np.empty(0, dtype=np.intp)
-    return len(every) == n_rows and np.array_equal(np.sort(every), np.arange(n_rows))
+    return len(every) == n_rows and bool((np.bincount(every, minlength=n_rows) == 1).all())

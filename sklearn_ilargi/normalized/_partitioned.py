@@ -421,12 +421,15 @@ class PartitionedMatrix:
         ----------
         a : ndarray, dask.array.Array, sparse matrix, PartitionedMatrix or None
             A Dask array is rechunked to the partitions' rows (its blocks stay where they
-            are); a PartitionedMatrix over the same partitions gives its partitions.
+            are); a PartitionedMatrix over the same partitions gives its partitions. An
+            array in memory is cut into slices, scattered to the workers of an active
+            distributed client.
 
         Returns
         -------
         list
-            One piece per partition (numpy slices, Dask blocks as Delayed, or None).
+            One piece per partition (numpy slices or, on a cluster, their futures; Dask
+            blocks as Delayed; or None).
 
         Examples
         --------
@@ -454,7 +457,11 @@ class PartitionedMatrix:
                 f"An operand of {a.shape[0]} rows cannot be cut into the partitions of a "
                 f"matrix of {self.shape[0]} rows."
             )
-        return _pieces(a, self.row_counts)
+        pieces = _pieces(a, self.row_counts)
+        client = distributed_client()
+        if client is not None:  # sent to the workers once, not inside every graph
+            pieces = client.scatter(pieces, hash=False)
+        return pieces
 
     # ------------------------------------------------------------------ where the data is
     @property

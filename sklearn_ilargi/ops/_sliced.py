@@ -17,9 +17,10 @@ import functools
 
 from .._config import get_config
 from ._products import _groups, _rows_between, _small
+from ._pruned import Pruning
 
 
-def argmin_of_product(nm, x, bias):
+def argmin_of_product(nm, x, bias, values=True):
     """For each row of ``T @ x + bias``: the column of its smallest entry and that entry.
 
     The slices run side by side on the backend's threads where the target has at least
@@ -32,15 +33,21 @@ def argmin_of_product(nm, x, bias):
         Of the matrix's backend.
     bias : array of shape (p,)
         Added to every row, of the matrix's backend.
+    values : bool, default=True
+        Whether to return the smallest entries too. Without them, the rows that an exact
+        bound labels from their dimension row alone (see ``ops._pruned``) skip their
+        distances to the other centers; the squared norms of the fact rows that the bound
+        takes are kept for as long as their source array lives, which must not change in
+        place meanwhile.
 
     Returns
     -------
     columns : int32 array of shape (n_T,)
         The column of each row's smallest entry, the first one on ties.
-    smallest : array of shape (n_T,)
-        That entry.
+    smallest : array of shape (n_T,) or None
+        That entry; None where ``values`` is False.
     """
-    return _ProductSlices.of(nm, x, bias).argmin()
+    return _ProductSlices.of(nm, x, bias).argmin(values)
 
 
 def product_slices(nm, x, bias):
@@ -123,16 +130,20 @@ class _ProductSlices:
                 values = self.slice(start, stop, buffers)
             yield start, stop, values
 
-    def argmin(self):
+    def argmin(self, values=True):
         be = self.be
         columns = be.xp.empty(self.n_rows, dtype=be.xp.int32)
         smallest = be.xp.empty(self.n_rows, dtype=self.dtype)
+        # Without the entries, the bound may label rows from their dimension row alone.
+        pruning = None if values else Pruning.of(be, self.direct, self.gathered, self.bias,
+                                                 self.dtype)
 
         def reduce_share(share):
             buffers = {}
             for start, stop in share:
-                be.column_argmin(self.slice(start, stop, buffers),
-                                 out=(columns[start:stop], smallest[start:stop]))
+                if pruning is None or not pruning.labels(start, stop, buffers, columns):
+                    be.column_argmin(self.slice(start, stop, buffers),
+                                     out=(columns[start:stop], smallest[start:stop]))
 
         threaded = self.n_rows >= get_config()["parallel_slice_rows"]
         n_threads = max(1, min(be.threads() if threaded else 1, len(self.bounds)))
@@ -142,7 +153,7 @@ class _ProductSlices:
         else:
             with be.one_thread():  # a slice's product is too small to share out
                 reduce_share(shares[0])
-        return columns, smallest
+        return columns, smallest if values else None
 
     def slice(self, start, stop, buffers):
         """The slice of rows ``start:stop`` in a buffer of ``buffers``, reused by the next.

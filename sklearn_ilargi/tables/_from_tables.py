@@ -337,16 +337,23 @@ def _target_values(target, node, node_map):
     lacking = [m.name for m in node.members if not m.has(target)]
     if lacking:
         raise ValueError(f"{where} is missing from the union's member(s) {lacking}.")
-    nulls = {m.name: int(m.column(target).isna().sum()) for m in node.members}
+    columns = [m.column(target) for m in node.members]
+    floats = None
+    if all(is_decimal(c) for c in columns):
+        # Decimal objects or an Arrow decimal: correctly rounded floats, their nulls NaN (no
+        # pass of its own over the objects to find the nulls)
+        floats = [numeric_values(c, NUMERIC, np.nan, where) for c in columns]
+        nulls = {m.name: int(np.isnan(f).sum()) for m, f in zip(node.members, floats)}
+    else:
+        nulls = {m.name: int(c.isna().sum()) for m, c in zip(node.members, columns)}
     if any(nulls.values()):
         inside = (f" ({', '.join(f'{n} in {name!r}' for name, n in nulls.items() if n)})"
                   if node.is_union else "")
         raise ValueError(f"{where} has {sum(nulls.values())} null values{inside}.")
-    series = node.column(target)
     if (node_map < 0).any():
         raise ValueError(f"{where} is missing for {int((node_map < 0).sum())} target rows "
                          "(rows that table has no row for, after a left or outer join).")
-    if is_decimal(series):  # Decimal objects or an Arrow decimal: correctly rounded floats
-        return numeric_values(series, NUMERIC, 0.0, where)[node_map]
-    values = series.to_numpy()
+    if floats is not None:
+        return (floats[0] if len(floats) == 1 else np.concatenate(floats))[node_map]
+    values = node.column(target).to_numpy()
     return values[node_map]

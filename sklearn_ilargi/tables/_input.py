@@ -15,8 +15,7 @@ Encoding, per column kind:
   ``float(decimal.Decimal)`` gives), whichever way the table was read: an Arrow decimal is
   converted from its unscaled integer, not by Arrow's cast to float64 (which is off by one
   unit in the last place for some values), and a column of ``Decimal`` objects (what
-  ``pandas.read_parquet`` gives by default) through an Arrow decimal the same way, or by
-  ``float`` where its values do not share one scale;
+  ``pandas.read_parquet`` gives by default) by ``float``, which gives the same float;
 - date and datetime: days since 1970-01-01 as float64 (fractional for datetimes, the same float
   for the same instant whatever the unit; time zones are converted to UTC first);
 - categorical and string: one-hot, one column per category of *this* table, kept sparse.
@@ -42,7 +41,6 @@ NUMERIC, CATEGORICAL, DATE, OTHER = "numeric", "categorical", "date", "other"
 
 # float64 holds every integer up to 2**53 in magnitude and every power of ten up to 10**22
 _EXACT_INTEGER, _EXACT_POWER = 2 ** 53, 22
-_DECIMAL128_DIGITS = 38  # the most digits an Arrow decimal128 holds
 
 
 class InputTable:
@@ -305,16 +303,17 @@ def numeric_values(series, kind, fill_value, where):
 
 
 def _object_floats(series, where):
-    """``float`` of each value of an object column of numbers (the nearest float64 for a
-    ``Decimal``), by numpy in one pass; NaN where null.
+    """``float`` of each value of an object column of numbers, NaN where null.
+
+    For a ``Decimal`` that is the float64 nearest to it (``float`` rounds its digits
+    correctly), the same float an Arrow decimal gives; a negative zero is made zero, as in an
+    Arrow decimal, which has none. One pass of numpy's over the objects.
 
     A finite value beyond float64's range is a ``ValueError`` (``float`` makes such a
     ``Decimal`` an infinity, and refuses such a Python integer).
     """
     try:
-        values = _decimal_objects_floats(series)
-        if values is None:
-            values = _floats_of_objects(series)
+        values = _floats_of_objects(series)
     except OverflowError:
         values = None
     if values is None or np.isinf(values).any():
@@ -324,35 +323,8 @@ def _object_floats(series, where):
                 f"{where} holds the value {decimal.Decimal(too_large):.3e}, out of float64's "
                 "range (magnitudes up to about 1.8e308)."
             )
+    values += 0.0  # -0.0 + 0.0 is 0.0
     return values
-
-
-def _decimal_objects_floats(series):
-    """The float64 nearest to each ``Decimal`` of an object column (NaN where ``None``),
-    through Arrow: the objects become an Arrow ``decimal128`` at the scale of the first one
-    (in C, exactly: a value with more digits than that scale, or more than 38, is refused),
-    whose unscaled integers :func:`decimal_floats` divides. None where the column is not all
-    ``Decimal`` and ``None``, holds a decimal NaN or infinity, or does not fit one scale, for
-    ``float`` to convert one by one.
-
-    The same floats as ``float(Decimal)``, except that a negative zero is zero, in one pass
-    of pyarrow's over the objects, where ``float`` makes a Python call per value. Other nulls
-    (NaN, ``pd.NA``) are left to ``float``: pyarrow's ``from_pandas=True``, which takes them
-    as nulls, looks for them at a cost above ``float``'s.
-    """
-    values = series.to_numpy()
-    first = next((v for v in values if v is not None), None)
-    if not isinstance(first, decimal.Decimal) or not first.is_finite() or not is_decimal(
-            series):
-        return None
-    scale = max(-first.as_tuple().exponent, 0)
-    if scale > _DECIMAL128_DIGITS:
-        return None
-    try:
-        array = pa.array(values, type=pa.decimal128(_DECIMAL128_DIGITS, scale))
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # more digits, NaN, a null but None, ...
-        return None
-    return decimal_floats(array)
 
 
 def _floats_of_objects(series):

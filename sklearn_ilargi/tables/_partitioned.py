@@ -7,6 +7,12 @@ keys up in those indexes (``pandas.Index.get_indexer``): the row maps of that pa
 snowflake's outer tables are looked up once per row of the table they hang from, and
 composed with that table's row map per partition (``g_region = g_store_to_region[g_store]``).
 
+On a distributed client the fact table is read once: each partition's arrays (its feature
+values, row maps and target) are computed at once, kept on the workers and counted there;
+the PartitionedMatrix and the target start from them. Without one, nothing is kept: the
+rows each partition keeps are counted from its key columns, and its arrays computed when an
+operation needs them.
+
 Supported: joins by keys (``on`` or ``left_on``/``right_on``), ``how="inner"`` or ``"left"``,
 where the joined table's keys are unique (many-to-one: what a dimension is), hanging from
 the fact table or from an earlier dimension (snowflakes); fact features that are numbers or
@@ -16,7 +22,9 @@ booleans; ``fill_value=0``. The rest raises a ValueError that says what is not s
 import numpy as np
 import pandas as pd
 
-from ..normalized._partitioned import PartitionedMatrix, broadcast, import_dask
+from ..normalized._partitioned import (PartitionedMatrix, broadcast, distributed_client,
+                                       import_dask)
+from ..normalized._row_map import index_dtype
 from ._spec import Join, Union, default_name
 
 
@@ -34,17 +42,30 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
         raise ValueError("from_tables over a Dask DataFrame supports fill_value=0 only.")
     plan = _Plan(base, joins, target, features, categorical)
     lookup = broadcast(plan.lookup)  # the dimensions' indexes, sent to each worker once
-    # Once, here: the rows each partition keeps, from its key (and target) columns only.
-    count = delayed(_kept_rows, pure=True)
-    (row_counts,) = dask.compute([count(piece, lookup)
-                                  for piece in base[plan.checked_columns].to_delayed()])
     prepare = delayed(_partition_arrays, pure=True)
-    arrays = [prepare(piece, lookup) for piece in base[plan.fact_columns].to_delayed()]
-    row_counts = tuple(int(n) for n in row_counts)
     item = delayed(_item, pure=True)
+    n_items = 2 + len(plan.dims)  # fact values, one row map per dimension, y
+    arrays = [[item(a, position) for position in range(n_items)]
+              for a in (prepare(piece, lookup)
+                        for piece in base[plan.fact_columns].to_delayed())]
+    client = distributed_client()
+    if client is not None:
+        # One read of the fact table: each partition's arrays are computed and kept on the
+        # workers, as separate futures (so that y alone can outlive the matrix's pieces),
+        # and counted where they are.
+        futures = iter(client.compute([piece for a in arrays for piece in a]))
+        arrays = [[next(futures) for _ in range(n_items)] for _ in arrays]
+        row_counts = client.gather(client.map(len, [a[0] for a in arrays]))
+    else:
+        # Without a cluster, nothing is kept: the rows each partition keeps are counted
+        # from its key (and target) columns only, and its arrays computed when used.
+        kept = delayed(_kept_rows, pure=True)
+        (row_counts,) = dask.compute([kept(piece, lookup)
+                                      for piece in base[plan.checked_columns].to_delayed()])
+    row_counts = tuple(int(n) for n in row_counts)
 
-    def pieces(position):  # one task per partition computes all of its arrays
-        return [item(a, position) for a in arrays]
+    def pieces(position):  # each partition's task computes all of its arrays at once
+        return [a[position] for a in arrays]
 
     n_fact = len(plan.fact_features)
     starts = np.cumsum((0,) + row_counts[:-1])
@@ -194,6 +215,8 @@ class _Lookup:
     def __init__(self, plan):
         self.fact_features = plan.fact_features
         self.dims = [(d.parent, d.how, d.index, d.left_keys) for d in plan.dims]
+        #: The dtype of each row map: int32 where the dimension's rows fit in it.
+        self.index_dtypes = [index_dtype(len(d.table)) for d in plan.dims]
         self.target = plan.target
         self.target_owner = plan.target_owner
         self.target_values = (None if plan.target_owner in (None, 0) else
@@ -226,7 +249,7 @@ def _row_maps(frame, lookup):
         else:
             above = maps[parent]
             rows = np.where(above >= 0, index[np.maximum(above, 0)], -1)
-        maps.append(rows)
+        maps.append(rows.astype(lookup.index_dtypes[len(maps)], copy=False))
     keep = np.ones(len(frame), dtype=bool)
     for (_, how, _, _), rows in zip(lookup.dims, maps):
         if how == "inner":

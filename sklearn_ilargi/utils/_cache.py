@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from joblib import Memory
 
 from .._config import get_config
+from ..backend._numpy import map_in_threads
 from ._validation import is_normalized
 
 #: Settings that say where results are kept, or how much a fit reports, not what they are:
@@ -263,6 +264,8 @@ def matrix_fingerprint(X):
     if is_normalized(X):
         if X.device != "cpu":
             return None
+        _digest_side_by_side([block.source for block in X.blocks]
+                             + [block.row_map.indices for block in X.blocks])
         blocks = tuple((_object_digest(block.source), _row_map_digest(block.row_map),
                         np.asarray(block.columns)) for block in X.blocks)
         return digest("normalized", X.shape, X.dtype.str, X.shift, blocks)
@@ -310,6 +313,16 @@ def _row_map_digest(row_map):
     if row_map.indices is None:
         return ("identity", row_map.n_target)
     return ("map", row_map.n_source, _object_digest(row_map.indices))
+
+
+def _digest_side_by_side(objects):
+    """Digest the arrays among ``objects`` that have no digest yet, on the process's threads
+    (SHA-1 releases the GIL): a selection of rows brings new row maps to every fit."""
+    new = {id(obj): obj for obj in objects if obj is not None}
+    with _lock:
+        new = [obj for key, obj in new.items()
+               if _digests.get(key, (lambda: None,))[0]() is not obj]
+    map_in_threads(_object_digest, new)
 
 
 def _object_digest(obj):

@@ -76,9 +76,9 @@ class PartitionedTrainingMatrix(TrainingMatrix):
     def rmatmul(self, R):
         return self._reduce("rmatmul", rows=(R,))
 
-    def argmin_of_product(self, W, bias):
+    def argmin_of_product(self, W, bias, values=True):
         pairs = np.asarray(self._stacked("_argmin_pairs", W, bias).compute())
-        return pairs[:, 0].astype(np.int32), pairs[:, 1]
+        return pairs[:, 0].astype(np.int32), pairs[:, 1] if values else None
 
     def product_slices(self, W, bias):
         """As :meth:`TrainingMatrix.product_slices`, one partition at a time: each
@@ -122,6 +122,16 @@ class PartitionedTrainingMatrix(TrainingMatrix):
     def rows(self, indices):
         picked = self._source._select_rows(np.asarray(indices))
         return np.asarray(self._stacked("_all_rows", source=picked).compute())
+
+    def compacted(self):
+        """This matrix: each partition holds its own fact rows already, and the dimensions
+        are shared by every partition (copying the rows each one reads would send a copy
+        per partition)."""
+        return self
+
+    def compact_rows(self, indices):
+        """:meth:`select_rows` (see :meth:`compacted`)."""
+        return self.select_rows(indices)
 
     def select_rows(self, indices):
         indices = np.asarray(indices)

@@ -195,7 +195,7 @@ class TrainingMatrix:
         """
         return self._reused("rmatmul", lambda: self.rmatmul(R), np.asarray(R))
 
-    def argmin_of_product(self, W, bias):
+    def argmin_of_product(self, W, bias, values=True):
         """For each row of ``(X - 1 offset^T) @ W + bias``: the column of its smallest entry
         and that entry.
 
@@ -206,21 +206,25 @@ class TrainingMatrix:
         ----------
         W : ndarray of shape (n_features, p)
         bias : ndarray of shape (p,)
+        values : bool, default=True
+            Whether the smallest entries are wanted too. Without them, on a NormalizedMatrix,
+            the rows that an exact bound labels from their dimension row alone skip the
+            other entries (see :func:`sklearn_ilargi.ops.argmin_of_product`).
 
         Returns
         -------
         columns : ndarray of int32 of shape (n_samples,)
             The column of each row's smallest entry, the first one on ties.
-        smallest : ndarray of float64 of shape (n_samples,)
-            That entry.
+        smallest : ndarray of float64 of shape (n_samples,) or None
+            That entry; None where ``values`` is False.
         """
         W_here, bias_here = self._product_operands(W, bias)
         if is_normalized(self.X):
-            columns, smallest = ops.argmin_of_product(self.X, W_here, bias_here)
+            columns, smallest = ops.argmin_of_product(self.X, W_here, bias_here, values=values)
         else:
             columns, smallest = ops.argmin_of_matrix_product(self._backend, self.X, W_here,
                                                              bias_here)
-        return to_numpy(columns), self._host(smallest)
+        return to_numpy(columns), self._host(smallest) if values else None
 
     def product_slices(self, W, bias):
         """``(start, stop, ((X - 1 offset^T)[start:stop] @ W + bias).T)`` for consecutive
@@ -566,6 +570,60 @@ class TrainingMatrix:
             return TrainingMatrix(self.X[indices], self.offset)
         return TrainingMatrix(self.X[self._backend.from_numpy(indices)], self.offset)
 
+    def compact_rows(self, indices):
+        """:meth:`select_rows`, then :meth:`compacted`: for a selection that several
+        products will read (a fold of cross-validation).
+
+        The selection's key in the cache is its parent's and the rows (the copies are not
+        digested).
+
+        Parameters
+        ----------
+        indices : array-like of int
+
+        Returns
+        -------
+        TrainingMatrix
+        """
+        indices = np.asarray(indices)
+        if not _compactable(self.X):
+            return self.select_rows(indices)
+
+        def build():
+            return _compacted(self.X[indices])
+
+        out = self._deferred(self, build, ("compact_rows", indices))
+        out.offset, out.shape = self.offset, (len(indices), self.shape[1])
+        return out
+
+    def compacted(self):
+        """This matrix, with each source of a NormalizedMatrix that has more rows than the
+        matrix cut down to the rows that it reads (a copy of those rows).
+
+        A selection of rows (``X[rows]``) shares its sources, and a product over it reads
+        every row of every source, then gathers; the gram cannot join the fact table's
+        rows. Compacted, the fact table's rows, taken in order, are a table of their own
+        again (no gather; consecutive rows are a view), and a dimension keeps only the rows
+        that the selected rows reference. The copies cost about one read of the rows kept,
+        and are made when a result is first computed: never, where every result comes from
+        the cache. A matrix whose sources have no more rows than it is itself.
+
+        Returns
+        -------
+        TrainingMatrix
+        """
+        if not (_compactable(self.X) and any(
+                b.row_map.n_source > b.row_map.n_target for b in self.X.blocks)):
+            return self
+        X = self.X
+
+        def build():
+            return _compacted(X)
+
+        out = self._deferred(self, build, ("compacted",))
+        out.offset = self.offset
+        return out
+
     # ------------------------------------------------------------------ helpers
     def _on_device(self, a):
         return None if a is None else self._backend.from_numpy(a)
@@ -583,3 +641,61 @@ class TrainingMatrix:
                 "against their spread; on dense data, take centered(mean), which centers the "
                 "data itself."
             )
+
+
+def _compactable(X):
+    """Whether ``X`` is a NormalizedMatrix held here (partitioned data keeps its rows where
+    they are)."""
+    return is_normalized(X) and not is_partitioned(X)
+
+
+def _compacted(nm):
+    """``nm`` with each source that has more rows than ``nm`` holding only the rows that
+    its row map reads, renumbered in their order (a map that then reads every row once, in
+    order, is the identity); ``nm`` itself where no source has more rows.
+
+    Blocks that share a row map share the new one, as the products group blocks by it."""
+    be = nm.backend
+    maps = {}
+    blocks = []
+    for block in nm.blocks:
+        key = id(block.row_map)
+        if key not in maps:
+            taller = block.row_map.n_source > block.row_map.n_target
+            maps[key] = _compacted_map(block.row_map) if taller else (block.row_map, None)
+        row_map, read = maps[key]
+        source = block.source
+        if isinstance(read, slice):  # consecutive rows: a view of a dense source
+            source = source[read]
+        elif read is not None:
+            picked = RowMap(read, block.row_map.n_source, has_missing=False)
+            if be.is_sparse(source):
+                source = be.gather_sparse_rows(source, picked).asformat(source.format)
+            else:
+                source = be.gather_rows(source, picked)
+        blocks.append(block if row_map is block.row_map else
+                      block.with_(source=source, row_map=row_map))
+    if all(new is old for new, old in zip(blocks, nm.blocks)):
+        return nm
+    return nm._like(blocks)
+
+
+def _compacted_map(row_map):
+    """For a map into a source with more rows than it maps: ``(new map, rows read)``, the
+    map into the rows that it reads, and those rows (a slice where they are consecutive)."""
+    indices = row_map.indices
+    present = indices[indices >= 0] if row_map.has_missing else indices
+    read = np.zeros(row_map.n_source, dtype=bool)
+    read[present] = True
+    n_read = int(np.count_nonzero(read))
+    if (n_read == row_map.n_target and not row_map.has_missing
+            and bool((np.diff(indices) > 0).all())):
+        # Every row read once, in order: the rows read are the map itself.
+        consecutive = n_read and int(indices[-1]) - int(indices[0]) == n_read - 1
+        rows = slice(int(indices[0]), int(indices[-1]) + 1) if consecutive else indices
+        return RowMap.identity(n_read), rows
+    position = np.cumsum(read, dtype=np.int64) - 1
+    renumbered = position[indices].astype(indices.dtype, copy=False)
+    if row_map.has_missing:
+        renumbered[indices < 0] = -1
+    return RowMap(renumbered, n_read, has_missing=row_map.has_missing), np.flatnonzero(read)

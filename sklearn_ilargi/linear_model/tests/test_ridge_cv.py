@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import check_estimator
 from sklearn_ilargi import FactorizedRidgeCV, NormalizedMatrix, config_context
 from sklearn_ilargi.datasets import make_onehot_star
 from sklearn_ilargi.linear_model._iterative import least_squares_iterative
-from sklearn_ilargi.linear_model._ridge_cv import _RowSums
+from sklearn_ilargi.linear_model._ridge_cv import _ClosedFormFolds, _RowSums, _total_squares
 from sklearn_ilargi.tests._scenarios import scenarios
 from sklearn_ilargi.utils import TrainingMatrix
 
@@ -36,8 +36,12 @@ def assert_close(actual, desired, rtol=RTOL, floor=1e-3):
     assert_allclose(np.asarray(actual, dtype=np.float64), desired, rtol=0, atol=rtol * scale)
 
 
-def assert_same_model(got, ref, rtol=RTOL, fit_with=None):
+def assert_same_model(got, ref, rtol=RTOL, fit_with=None, X=None):
     """The chosen penalty, its score and the refitted model, in scikit-learn's shapes.
+
+    The intercept is ``mean(y) - mean(X) @ coef``: where ``X`` is given, it is compared
+    relative to the larger of its own magnitude and ``|mean(X)| @ |coef|``, the magnitude of
+    the terms that cancel in it (a column far from zero makes that the intercept's rounding).
 
     ``fit_with(alpha)``, where given, fits scikit-learn's model with that penalty alone:
     where two penalties score the same to rounding (a tie, which rounding decides), the
@@ -52,7 +56,13 @@ def assert_same_model(got, ref, rtol=RTOL, fit_with=None):
     assert np.shape(got.intercept_) == np.shape(ref.intercept_)
     assert np.shape(got.best_score_) == np.shape(ref.best_score_)
     assert_close(got.coef_, ref.coef_, rtol)
-    assert_close(got.intercept_, ref.intercept_, rtol)
+    if X is None:
+        assert_close(got.intercept_, ref.intercept_, rtol)
+    else:
+        cancelled = np.abs(np.asarray(X).mean(axis=0)) @ np.abs(np.asarray(ref.coef_)).T
+        scale = max(float(np.abs(ref.intercept_).max(initial=0.0)),
+                    float(np.max(cancelled, initial=0.0)), 1e-3)
+        assert_allclose(got.intercept_, ref.intercept_, rtol=0, atol=rtol * scale)
     assert_close(got.best_score_, ref.best_score_, rtol, floor=0.0)
     if hasattr(ref, "cv_results_"):
         assert got.cv_results_.shape == ref.cv_results_.shape
@@ -107,7 +117,7 @@ def test_leave_one_out_matches_sklearn(problem, scoring):
 
     got = FactorizedRidgeCV(alphas=ALPHAS, **params, strategy="factorized").fit(
         nm, y, sample_weight=weights)
-    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]))
+    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]), X=T)
 
 
 @settings(max_examples=30, deadline=None)
@@ -121,7 +131,7 @@ def test_five_folds_match_sklearn(problem):
 
     got = FactorizedRidgeCV(alphas=ALPHAS, **params, strategy="factorized").fit(
         nm, y, sample_weight=weights)
-    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]))
+    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]), X=T)
     assert got.decision_.solver == "eigen"
 
 
@@ -153,6 +163,33 @@ def test_training_folds_from_sums_or_from_their_rows(weighted):
             got = FactorizedRidgeCV(**params, strategy="factorized").fit(
                 nm, y, sample_weight=weights)
         assert_same_model(got, ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(), st.sampled_from([KFold(5), ShuffleSplit(4, test_size=0.3, random_state=0)]))
+def test_held_out_errors_from_sums_are_those_of_the_predictions(problem, cv):
+    """Each penalty's held-out squared errors from the held-out rows' sums are those of its
+    predictions; the penalties whose bound refuses the sums (the smallest ones, on nearly
+    collinear columns) take the predictions'. Both round the centering of a column of
+    1e6 +- 1 alike (about 1e-10 of the squares): they agree to 1e-9."""
+    nm, T, y, weights, fit_intercept = problem
+    y2 = y.reshape(len(y), -1)
+    weights = np.ones(len(y)) if weights is None else weights
+    alphas = np.array([1e-10, 1e-2, 1.0, 1e2])
+    folds = list(cv.split(T))
+    folds_of = _ClosedFormFolds(TrainingMatrix(nm), y2, weights, fit_intercept, folds)
+    for k, (train, test) in enumerate(folds):
+        model = folds_of.fold(k, train, alphas)
+        targets = y2[test]
+        predicted = model.squared_errors(folds_of.test_rows(test), targets, weights[test])
+        scale = _total_squares(targets, weights[test]) + predicted.max(axis=0)
+        got = folds_of.squared_errors(k, test, model, targets, weights[test])
+        assert_allclose(got, predicted, rtol=0, atol=1e-9 * scale.max())
+        if folds_of.held_sums[k] is not None:
+            from_sums, kept = model.squared_errors_from_sums(
+                folds_of.held_sums[k], folds_of.y_mean, targets, weights[test])
+            assert_allclose(from_sums[kept], predicted[kept], rtol=0,
+                            atol=1e-9 * scale.max())
 
 
 def test_cancellation_of_a_fold_that_lacks_a_columns_spread():
@@ -223,7 +260,7 @@ def test_one_hot_stars_match_sklearn(seed, n_rows, cv, weighted):
 
     got = FactorizedRidgeCV(alphas=ALPHAS, **params, strategy="factorized").fit(
         X, y, sample_weight=weights)
-    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]))
+    assert_same_model(got, fit_with(ALPHAS), fit_with=lambda alpha: fit_with([alpha]), X=T)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])

@@ -334,6 +334,21 @@ def test_dims_are_broadcast_once_on_a_cluster(client):
         assert_allclose(X.gram(), reference.gram(), rtol=RTOL)
 
 
+
+def test_row_operands_are_scattered_on_a_cluster(client):
+    """On a distributed client an in-memory operand of the rows (``T.T @ Y``'s ``Y``, the
+    weights) is sent to the workers in pieces, once, not inside the graph."""
+    with client.as_current(), dask.config.set(scheduler=client.get):
+        reference, X = star()
+        Y = np.random.default_rng(7).random((X.shape[0], 2))
+        pieces = X.split_rows(Y)
+        assert all(type(p).__name__ == "Future" for p in pieces)
+        assert_allclose(np.vstack(client.gather(pieces)), Y)
+        assert_allclose(X.T @ Y, reference.T @ Y, rtol=RTOL)
+        weights = np.random.default_rng(8).random(X.shape[0])
+        assert_allclose(X.gram(weights), reference.gram(weights), rtol=RTOL)
+
+
 # ---------------------------------------------------------------------- errors
 def test_errors_name_what_is_wrong(synchronous):
     rng = np.random.default_rng(6)

@@ -24,7 +24,6 @@ from numpy.testing import assert_array_equal
 from sklearn_ilargi import Join, Union, from_tables
 from sklearn_ilargi.tables._input import (
     NUMERIC,
-    _decimal_objects_floats,
     decimal_floats,
     numeric_values,
 )
@@ -116,37 +115,56 @@ def test_decimal_floats_equal_float_of_decimal(text):
 
 @st.composite
 def decimal_objects(draw):
-    """An object column of ``Decimal``s (nulls of every kind among them) and whether they
-    all fit the scale of the first value, which the conversion through Arrow needs."""
-    scales = draw(st.lists(st.integers(0, 30), min_size=1, max_size=3))
-    digits = st.integers(-10 ** 38 + 1, 10 ** 38 - 1)
+    """An object column of ``Decimal``s of a few scales, nulls of every kind among them."""
+    scales = draw(st.lists(st.integers(-5, 30), min_size=1, max_size=3))
+    digits = st.integers(-10 ** 40 + 1, 10 ** 40 - 1)
     values = draw(st.lists(st.one_of(
         st.tuples(digits, st.sampled_from(scales)).map(
             lambda d: decimal.Decimal(d[0]).scaleb(-d[1], decimal.Context(prec=100))),
-        st.sampled_from([None, np.nan, pd.NA, decimal.Decimal("NaN")])), min_size=1,
-        max_size=30))
+        st.sampled_from([None, np.nan, pd.NA, decimal.Decimal("NaN"),
+                         decimal.Decimal("-0.00")])), min_size=1, max_size=30))
     return pd.Series(values, dtype=object)
 
 
 @given(decimal_objects())
 def test_decimal_objects_are_float_of_decimal(series):
-    """Every value is ``float(Decimal)`` (NaN where null), through Arrow when one scale holds
-    them all, by ``float`` one by one when it does not."""
-    expected = np.array([np.nan if pd.isna(v) else float(v) for v in series])
+    """Every value is ``float(Decimal)`` bit for bit (NaN where null), a negative zero made
+    zero as in an Arrow decimal."""
+    expected = np.array([np.nan if pd.isna(v) else float(v) for v in series]) + 0.0
     values = numeric_values(series, NUMERIC, np.nan, "column 'p'")
-    assert_array_equal(values, expected)  # -0.0 and 0.0 alike: Arrow has no -0
+    assert_array_equal(values.view(np.int64)[~np.isnan(values)],
+                       expected.view(np.int64)[~np.isnan(expected)])
+    assert_array_equal(np.isnan(values), np.isnan(expected))
 
 
-def test_decimal_objects_of_one_scale_go_through_arrow():
-    one_scale = pd.Series([decimal.Decimal("57.55"), None, decimal.Decimal("0.1"),
-                           decimal.Decimal(3)], dtype=object)
-    assert_array_equal(_decimal_objects_floats(one_scale), [57.55, np.nan, 0.1, 3.0])
-    for refused in ([decimal.Decimal("1.5"), decimal.Decimal("0.25")],  # a finer scale
-                    [decimal.Decimal("1"), decimal.Decimal("1e40")],  # beyond 38 digits
-                    [decimal.Decimal("1"), decimal.Decimal("Infinity")],
-                    [decimal.Decimal("1"), 2.5],  # not all decimals
-                    [None, None]):
-        assert _decimal_objects_floats(pd.Series(refused, dtype=object)) is None
+def test_decimal_objects_match_arrow_decimals_bit_for_bit():
+    """Objects and the Arrow decimal they came from give the same bits, -0 included."""
+    values = [decimal.Decimal("57.55"), None, decimal.Decimal("-0.00"),
+              decimal.Decimal("0.07"), decimal.Decimal("-1.10")]
+    objects = numeric_values(pd.Series(values, dtype=object), NUMERIC, 0.0, "p")
+    price = pa.array(values, pa.decimal128(15, 2))
+    arrow = numeric_values(pd.Series(decimal_floats(price)), NUMERIC, 0.0, "p")
+    assert_array_equal(objects.view(np.int64), arrow.view(np.int64))
+    assert not np.signbit(objects[objects == 0]).any()
+
+
+def test_decimal_target_nulls_are_counted():
+    """A decimal target with nulls is refused, whichever way its nulls are spelled."""
+    for null in (None, np.nan, pd.NA, decimal.Decimal("NaN")):
+        base = pd.DataFrame({"x": [1.0, 2.0, 3.0],
+                             "price": pd.Series([decimal.Decimal("1.5"), null,
+                                                 decimal.Decimal("2")], dtype=object)})
+        with pytest.raises(ValueError, match="target column 'price' of table .* has 1 null"):
+            from_tables(base, target="price")
+    arrow = pa.table({"x": [1.0, 2.0], "price": pa.array([decimal.Decimal("1.5"), None],
+                                                          pa.decimal128(15, 2))})
+    with pytest.raises(ValueError, match="has 1 null"):
+        from_tables(arrow, target="price")
+    whole = arrow.slice(0, 1)
+    with pytest.raises(ValueError, match=r"has 1 null values \(1 in 'u\[1\]'\)"):
+        from_tables(Union([whole.to_pandas(), arrow.to_pandas()], name="u"), target="price")
+    _, y = from_tables(Union([whole.to_pandas(), whole], name="u"), target="price")
+    assert_array_equal(y, [1.5, 1.5])
 
 
 def test_arrow_decimal_is_not_cast():

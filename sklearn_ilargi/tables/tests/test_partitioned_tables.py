@@ -124,3 +124,39 @@ def test_other_errors_name_what_is_wrong():
         from_tables(frame, joins, target="z")
     with pytest.raises(ValueError, match="missing for .* target rows"):
         from_tables(frame, joins, target="size")  # left-join misses have no target
+
+
+_reads = []
+
+
+def _read(frame, position):
+    """A fact partition as a reader gives it, counted."""
+    _reads.append(position)
+    return frame
+
+
+def test_a_cluster_reads_the_fact_table_once():
+    """On a distributed client, from_tables computes each partition's arrays once and keeps
+    them on the workers: counting the rows, persisting and fitting read nothing again."""
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    sales, stores, regions = tables(seed=3)
+    joins = snowflake(stores, regions, "left")
+    expected = from_tables(sales, joins, target="y")
+    pieces = np.array_split(np.arange(len(sales)), 4)
+    frame = dd.from_delayed([dask.delayed(_read)(sales.iloc[rows], k)
+                             for k, rows in enumerate(pieces)], meta=sales.iloc[:0])
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, \
+            client.as_current(), dask.config.set(scheduler=client.get):
+        _reads.clear()
+        X, y = from_tables(frame, joins, target="y")
+        assert sorted(_reads) == [0, 1, 2, 3]
+        X = X.persist()
+        model = FactorizedRidge(alpha=0.1).fit(X, y)
+        assert sorted(_reads) == [0, 1, 2, 3]
+        assert_same(expected, (X, y))
+        with pytest.raises(ValueError, match="missing for .* target rows"):
+            from_tables(frame, [Join(stores, on="store", how="left")], target="size")
+    reference = FactorizedRidge(alpha=0.1).fit(*expected)
+    assert_allclose(model.coef_, reference.coef_, rtol=1e-9)

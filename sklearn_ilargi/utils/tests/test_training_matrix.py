@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_ilargi import NormalizedMatrix
+from sklearn_ilargi import NormalizedMatrix, cache_info, clear_cache, config_context
 from sklearn_ilargi.tests._scenarios import scenarios
 from sklearn_ilargi.utils import TrainingMatrix
 
@@ -198,3 +199,100 @@ def test_all_finite_on_plain_matrices_and_offsets():
 def test_rows_of_a_normalized_matrix_stay_rows_of_the_join():
     nm = star()
     assert_array_equal(TrainingMatrix(nm).rows([2, 0]), nm.materialize()[[2, 0]])
+
+
+# ---------------------------------------------------------------------- compacted selections
+@st.composite
+def selections(draw):
+    """A scenario, its join, and rows of it: consecutive, a sorted subset, or any rows in any
+    order (repeats included)."""
+    nm, T = draw(scenarios())
+    n = T.shape[0]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["consecutive", "sorted", "any"]))
+    size = draw(st.integers(0, n))
+    if kind == "consecutive":
+        start = int(rng.integers(0, n - size + 1))
+        rows = np.arange(start, start + size)
+    elif kind == "sorted":
+        rows = np.sort(rng.choice(n, size, replace=False)) if n else np.arange(0)
+    else:
+        rows = rng.integers(0, n, size) if n else np.arange(0)
+    return nm, T, rows
+
+
+@SETTINGS
+@given(selections(), st.booleans())
+def test_compacted_rows_are_the_joins_rows(case, offset):
+    """``compact_rows`` gives the rows' numbers (products, sums, squares, centered squares),
+    and no source of the result has more rows than it does, unless a source did not."""
+    nm, T, rows = case
+    w, W, _, _, _, mu = operands(T)
+    parent = TrainingMatrix(nm, mu if offset else None)
+    picked = parent.compact_rows(rows)
+    C = (T - mu if offset else T)[rows]
+    r = np.random.default_rng(1).standard_normal((len(rows), 2))
+    weights = np.random.default_rng(2).random(len(rows))
+    assert picked.shape == C.shape
+    close(picked.matmul(W), C @ W)
+    close(picked.rmatmul(r), C.T @ r)
+    close(picked.column_sums(weights), C.T @ weights)
+    close(picked.rows(np.arange(len(rows))[::-1]), C[::-1])
+    centered = TrainingMatrix(nm).compact_rows(rows).centered(mu)
+    D = T[rows] - mu
+    close(centered.gram(weights), D.T @ (weights[:, None] * D))
+    close(TrainingMatrix(nm).compact_rows(rows).gram(), T[rows].T @ T[rows])
+    for block, before in zip(picked.X.blocks, nm[rows].blocks):
+        taller = before.row_map.n_source > before.row_map.n_target
+        assert block.source.shape[0] <= (len(rows) if taller else before.source.shape[0])
+    close(TrainingMatrix(nm[rows]).compacted().matmul(w), T[rows] @ w)
+
+
+def test_compacted_fact_rows_are_a_table_again():
+    """A sorted selection of the fact table's rows maps through the identity, consecutive
+    rows are a view of the fact table, and a dimension keeps only the rows read."""
+    fact = np.arange(20.0).reshape(10, 2)
+    dim = np.arange(24.0).reshape(4, 6)
+    nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(10), np.arange(10) % 4])
+    for rows, view in ((np.arange(2, 5), True), (np.array([1, 4, 8]), False)):
+        compacted = TrainingMatrix(nm).compact_rows(rows).X
+        fact_block, dim_block = compacted.blocks
+        assert fact_block.row_map.is_identity
+        assert np.shares_memory(fact_block.source, fact) == view
+        assert dim_block.source.shape[0] == len(np.unique(rows % 4))
+        assert_array_equal(compacted.materialize(), nm.materialize()[rows])
+    assert TrainingMatrix(nm).compacted().X is nm  # no source has more rows than nm
+
+
+def test_compacted_rows_share_their_parents_key():
+    """A compacted selection's key in the cache is its parent's and the rows: the same rows
+    of the same matrix find the results that an earlier fit kept."""
+    nm = star()
+    rows = np.array([0, 2])
+    first, again = (TrainingMatrix(nm).compact_rows(rows) for _ in range(2))
+    assert first._key() == again._key()
+    assert TrainingMatrix(nm).compact_rows(rows[:1])._key() != first._key()
+    clear_cache()
+    with config_context(cache="memory"):
+        close(first.gram(), again.gram())
+        assert cache_info().misses["gram"] == 1 and cache_info().hits["gram"] == 1
+    clear_cache()
+
+
+def test_compacted_selection_is_built_only_where_a_result_is_not_kept():
+    """The training fold of a search is compacted when a result is first computed: a fit
+    whose results all come from the cache copies no rows."""
+    fact = np.arange(20.0).reshape(10, 2)
+    nm = NormalizedMatrix.from_matrices([fact, np.arange(24.0).reshape(4, 6)],
+                                        [np.arange(10), np.arange(10) % 4])
+    rows = np.array([0, 3, 4, 9])
+    clear_cache()
+    with config_context(cache="memory"):
+        first = TrainingMatrix(nm[rows]).compacted()
+        close(first.gram(), nm.materialize()[rows].T @ nm.materialize()[rows])
+        assert first._X is not None and first.X.blocks[0].row_map.is_identity
+        again = TrainingMatrix(nm[rows]).compacted()
+        close(again.gram(), first.gram())
+        assert again._X is None  # from the cache: nothing copied
+        assert cache_info().hits["gram"] == 2
+    clear_cache()
