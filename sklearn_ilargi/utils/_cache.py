@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from joblib import Memory
 
 from .._config import get_config
-from ..backend._numpy import map_in_threads
+from ..backend import get_backend
 from ._validation import is_normalized
 
 #: Settings that say where results are kept, or how much a fit reports, not what they are:
@@ -322,7 +322,7 @@ def _digest_side_by_side(objects):
     with _lock:
         new = [obj for key, obj in new.items()
                if _digests.get(key, (lambda: None,))[0]() is not obj]
-    map_in_threads(_object_digest, new)
+    get_backend("cpu").map_in_threads(_object_digest, new)
 
 
 def _object_digest(obj):
