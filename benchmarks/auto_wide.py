@@ -6,6 +6,9 @@ with ``strategy="factorized"``, ``"materialized"`` (the fit builds the CSR join)
 ``"auto"`` (the shipped cost model, or the one the ``cost_model`` setting names), interleaved.
 The ratio to read is ``auto / min(factorized, materialized)``: 1 where auto picks the faster
 path, above 1 by as much as a wrong pick costs. Each cell is the median of ``--repeats`` fits.
+A forced path that the dispatcher rules out for memory (it raises ``InsufficientMemoryError``
+before allocating) is recorded as skipped, with the reason, and the ratio is over the paths
+that ran.
 
     python benchmarks/auto_wide.py [--repeats 3] [--full] [--scale 1] [--out benchmarks/results]
 """
@@ -21,6 +24,7 @@ from sklearn_ilargi import (
     FactorizedPCA,
     FactorizedRidge,
     FactorizedStandardScaler,
+    InsufficientMemoryError,
 )
 from sklearn_ilargi.datasets import make_onehot_star
 
@@ -41,6 +45,7 @@ SHAPES = [
     (100_000, (20_000, 5_000), (20,), 0),
     (100_000, (20_000, 4_000), (50, 20), 2),
 ]
+STRATEGIES = ("factorized", "materialized", "auto")
 #: ``--full`` adds the larger star of ``sparse_paths.py``.
 FULL_SHAPES = [(250_000, (50_000, 20_000), (20,), 0)]
 
@@ -64,32 +69,47 @@ def measure(shape, repeats, scale=1.0):
                 fitted[strategy] = make().set_params(strategy=strategy).fit(*args)
             return run
 
-        strategies = ("factorized", "materialized", "auto")
+        runs, row = {}, dict.fromkeys(STRATEGIES)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence notes of the bounded fits
-            times = median_times([fit(s) for s in strategies], repeats)
-        decision = fitted["auto"].decision_
-        row = dict(zip(strategies, times))
-        row["auto_strategy"] = decision.strategy
-        row["solver"] = decision.solver
+            for strategy in STRATEGIES:  # the warm-up fits, which find the paths ruled out
+                try:
+                    fit(strategy)()
+                    runs[strategy] = fit(strategy)
+                except InsufficientMemoryError as error:
+                    row[f"{strategy}_skipped"] = str(error)
+            times = median_times(list(runs.values()), repeats, warmup=0)
+        row.update(zip(runs, times))
+        decision = fitted["auto"].decision_ if "auto" in fitted else None
+        row["auto_strategy"] = decision.strategy if decision else None
+        row["solver"] = decision.solver if decision else ""
         result["estimators"][name] = row
         print(shape, name, {k: round(v, 3) if isinstance(v, float) else v
-                            for k, v in row.items()}, flush=True)
+                            for k, v in row.items() if not k.endswith("_skipped")}, flush=True)
+        for strategy in STRATEGIES:
+            if row.get(f"{strategy}_skipped"):
+                print(f"  {strategy} skipped: {row[f'{strategy}_skipped']}", flush=True)
     return result
 
 
+def _cell(seconds):
+    return "skipped" if seconds is None else f"{seconds:.3g}"
+
+
 def markdown(results):
-    lines = ["times in s; auto over the faster of factorized and materialized (1.00x: auto "
-             "picked it)", "",
+    lines = ["times in s; auto over the faster of factorized and materialized that ran (1.00x: "
+             "auto picked it; skipped: ruled out for memory before allocating)", "",
              "| shape | estimator | solver | factorized | materialized | auto | auto / best |",
              "|---|---|---|---:|---:|---|---:|"]
     for r in results:
         for name, t in r["estimators"].items():
-            best = min(t["factorized"], t["materialized"])
+            ran = [t[s] for s in ("factorized", "materialized") if t[s] is not None]
+            ratio = (f"{t['auto'] / min(ran):.2f}x" if ran and t["auto"] is not None
+                     else "-")
+            auto = _cell(t["auto"]) + (f" ({t['auto_strategy']})" if t["auto_strategy"] else "")
             lines.append(
                 f"| {r['shape'][0]} x {r['shape'][1]} | {name} | {t['solver'] or '-'} | "
-                f"{t['factorized']:.3g} | {t['materialized']:.3g} | "
-                f"{t['auto']:.3g} ({t['auto_strategy']}) | {t['auto'] / best:.2f}x |")
+                f"{_cell(t['factorized'])} | {_cell(t['materialized'])} | {auto} | {ratio} |")
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@
 from ._config import config_context, get_config, set_config
 from .cluster import FactorizedKMeans
 from .decomposition import FactorizedNMF, FactorizedPCA
-from .exceptions import MaterializationWarning, NotFactorizableError
+from .exceptions import InsufficientMemoryError, MaterializationWarning, NotFactorizableError
 from .linear_model import (
     FactorizedLinearRegression,
     FactorizedLogisticRegression,
@@ -28,6 +28,7 @@ __all__ = [
     "FactorizedRidge",
     "FactorizedRidgeCV",
     "FactorizedStandardScaler",
+    "InsufficientMemoryError",
     "Join",
     "MaterializationWarning",
     "NormalizedMatrix",

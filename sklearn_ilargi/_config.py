@@ -28,11 +28,12 @@ class Option:
     default : object
     choices : tuple or None
         The values allowed, where they are a fixed set.
-    kind : {"choice", "int", "count", "float", "path", "verbosity", "cache"}
+    kind : {"choice", "int", "count", "float", "bytes", "path", "verbosity", "cache"}
         What is checked: one of ``choices``, a non-negative integer, a positive integer (a
-        step, which cannot be 0), a non-negative number, a path (str or
-        os.PathLike) or None, a verbosity (non-negative integer or bool), where results
-        are kept (None, ``'memory'``, a folder or a ``joblib.Memory``).
+        step, which cannot be 0), a non-negative number, a positive number of bytes or
+        None, a path (str or os.PathLike) or None, a verbosity (non-negative integer or
+        bool), where results are kept (None, ``'memory'``, a folder or a
+        ``joblib.Memory``).
     doc : str
     """
 
@@ -75,6 +76,17 @@ OPTIONS = {
             "data. The step size of gradient descent (``learning_rate='auto'``) follows the "
             "same rule: the gram's largest eigenvalue (``scipy.linalg.eigh``), or Lanczos "
             "(``scipy.sparse.linalg.eigsh``) over the products."),
+    "memory_limit": Option(
+        None, "bytes",
+        doc="The most memory (bytes) that a fit may plan to take on the host. Before a fit "
+            "allocates, the dispatcher estimates each path's peak memory (the sources, the "
+            "joined matrix and the dense copies that the path makes of it, a dense gram with "
+            "its copies, the work arrays) and rules out a path that needs more than 80% of "
+            "the smaller of this limit and the memory the operating system reports available "
+            "(``MemAvailable`` on Linux); a fit whose forced strategy is ruled out raises "
+            "``InsufficientMemoryError``. None uses what the operating system reports; set "
+            "it where the process runs under a tighter limit than the machine's (a "
+            "container's memory limit, a share of a node)."),
     "cv_gram_max_cancellation": Option(
         1e3, "float",
         doc="``FactorizedRidgeCV(cv=k)`` takes each training fold's centered gram as the "
@@ -263,6 +275,10 @@ def _check(name, value):
         ok = (value is None or (isinstance(value, str) and value != "")
               or hasattr(value, "__fspath__") or isinstance(value, Memory))
         expected = "None, 'memory', a folder (str or os.PathLike) or a joblib.Memory"
+    elif kind == "bytes":
+        ok = value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                               and 0 < value < float("inf"))
+        expected = "a positive number of bytes or None"
     elif kind == "verbosity":
         ok = isinstance(value, numbers.Integral) and value >= 0
         expected = "a non-negative integer"
@@ -279,7 +295,7 @@ def _check(name, value):
         raise ValueError(f"The setting {name!r} must be {expected}; got {value!r}.")
     if kind in ("int", "count", "verbosity"):
         return int(value)
-    if kind == "float":
+    if kind == "float" or (kind == "bytes" and value is not None):
         return float(value)
     return value
 

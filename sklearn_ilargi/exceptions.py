@@ -45,3 +45,30 @@ class NotFactorizableError(ValueError):
     array([[0.54030231, 0.54030231],
            [0.54030231, 1.        ]])
     """
+
+
+class InsufficientMemoryError(MemoryError):
+    """A fit's path needs more memory than it may take, found before anything is allocated.
+
+    A subclass of ``MemoryError``: raised where the strategy is forced (the ``strategy``
+    parameter or ``set_config(strategy=...)``) and every path it leaves needs more than the
+    memory available (see the ``memory_limit`` setting), or where a closed-form solver's
+    dense gram does not fit. The message names the estimator, the strategy or solver and the
+    bytes needed; ``strategy="auto"`` runs a path that fits instead, where there is one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ilargi import (FactorizedPCA, InsufficientMemoryError, NormalizedMatrix,
+    ...                             config_context)
+    >>> dim = sp.random(1000, 1000, density=0.002, format="csr", random_state=0)
+    >>> X = NormalizedMatrix.from_matrices(
+    ...     [np.ones((50_000, 1)), dim], [np.arange(50_000), np.arange(50_000) % 1000])
+    >>> try:
+    ...     with config_context(memory_limit=2**28):
+    ...         FactorizedPCA(2, svd_solver="full", strategy="materialized").fit(X)
+    ... except InsufficientMemoryError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    FactorizedPCA cannot run with strategy='materialized' (solver 'full'): cpu/materialized: ...
+    """

@@ -17,6 +17,7 @@ _ACCEPTS = {
     "int": "a non-negative integer",
     "count": "a positive integer",
     "float": "a non-negative number",
+    "bytes": "a positive number of bytes or None",
     "path": "a path, ``'heuristic'`` or None",
     "verbosity": "a non-negative integer",
     "cache": "None, ``'memory'``, a folder (str or os.PathLike) or a ``joblib.Memory``",

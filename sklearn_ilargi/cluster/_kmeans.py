@@ -197,7 +197,8 @@ default="k-means++"
         iterations = expected_iterations(self.max_iter, self.tol)
         profile = OperationProfile(matmul=n_init * iterations, rmatmul=n_init * iterations,
                                    width=self.n_clusters, iterations=iterations,
-                                   max_iter=self.max_iter, name=type(self).__name__)
+                                   max_iter=self.max_iter, join_copies=1,
+                                   name=type(self).__name__)
         matrix, offset = _solver_matrix(self._dispatch(X, profile, backend=backend),
                                         sample_weight)
         random_state = check_random_state(self.random_state)

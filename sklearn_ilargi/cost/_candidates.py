@@ -3,6 +3,7 @@
 from typing import NamedTuple
 
 from ..backend import gpu_available
+from ._memory import format_bytes
 
 #: Share of the currently available memory that one path may plan to take.
 MEMORY_HEADROOM = 0.8
@@ -43,15 +44,18 @@ def candidates(strategy="auto", backend="auto", *, gpu=None):
     return [Candidate(b, s) for b in backends for s in strategies]
 
 
-def infeasibility(candidate, path_memory, *, host_available, device_available, mat_bytes,
+def infeasibility(candidate, peak_memory, *, host_available, device_available, mat_bytes,
                   resident_bytes=0.0):
     """Why ``candidate`` cannot run, or ``None`` when it can.
+
+    A path may plan to take :data:`MEMORY_HEADROOM` of the memory available.
 
     Parameters
     ----------
     candidate : Candidate
-    path_memory : float
-        Peak bytes the path needs on its device (``path_memory`` feature).
+    peak_memory : float
+        Peak bytes the path needs on its device
+        (:func:`sklearn_ilargi.cost._memory.peak_bytes`).
     host_available, device_available : float
         Bytes free now on the host and on the GPU.
     mat_bytes : float
@@ -64,17 +68,18 @@ def infeasibility(candidate, path_memory, *, host_available, device_available, m
     str or None
     """
     if candidate.strategy == "materialized" and mat_bytes > MEMORY_HEADROOM * host_available:
-        return (f"the materialized matrix needs {_gb(mat_bytes)} but the host has "
-                f"{_gb(host_available)} available")
-    if candidate.backend == "gpu" and path_memory > MEMORY_HEADROOM * device_available:
-        return (f"the path needs {_gb(path_memory)} on the GPU, which has "
-                f"{_gb(device_available)} free")
-    extra = path_memory - resident_bytes
+        return (f"the materialized matrix needs {format_bytes(mat_bytes)}, "
+                f"{_allowance(host_available, 'available on the host')}")
+    if candidate.backend == "gpu" and peak_memory > MEMORY_HEADROOM * device_available:
+        return (f"the path needs {format_bytes(peak_memory)} at its peak on the GPU, "
+                f"{_allowance(device_available, 'free there')}")
+    extra = peak_memory - resident_bytes
     if candidate.backend == "cpu" and extra > MEMORY_HEADROOM * host_available:
-        return (f"the path needs {_gb(extra)} more but the host has "
-                f"{_gb(host_available)} available")
+        return (f"the path needs {format_bytes(extra)} more at its peak, "
+                f"{_allowance(host_available, 'available on the host')}")
     return None
 
 
-def _gb(n_bytes):
-    return f"{n_bytes / 2**30:.2f} GiB"
+def _allowance(available, where):
+    return (f"more than the {format_bytes(MEMORY_HEADROOM * available)} it may take "
+            f"({MEMORY_HEADROOM:.0%} of the {format_bytes(available)} {where})")

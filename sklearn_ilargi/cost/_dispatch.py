@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 
 from .._config import get_config
 from ..backend import get_backend, gpu_available, to_numpy
+from ..exceptions import InsufficientMemoryError
 from ..normalized import NormalizedMatrix, PartitionedMatrix
 from ._candidates import Candidate, candidates, infeasibility
 from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
+from ._memory import peak_bytes
 from ._model import HeuristicCostModel, load_cost_model
 from ._solvers import choose_solver
 
@@ -55,6 +57,11 @@ class OperationProfile:
     sklearn_fit : bool, default=False
         Whether the materialized path hands the join to scikit-learn's own fit (which
         validates it once more and has fixed costs of its own).
+    join_copies : int, default=0
+        Dense copies of the join that the materialized path holds besides the join itself
+        where the join is dense (a centered copy, a decomposition's workspace and factors);
+        none where it is CSR. Not priced: the memory check counts them
+        (``sklearn_ilargi.cost._memory.peak_bytes``).
     name : str, default=""
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
     solver : str, default=""
@@ -90,6 +97,7 @@ class OperationProfile:
     classes: int = 0
     dense_join: bool = False
     sklearn_fit: bool = False
+    join_copies: int = 0
     name: str = ""
     solver: str = ""
     alternatives: tuple = ()
@@ -311,9 +319,11 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
 
     Raises
     ------
-    MemoryError
-        Where the only solvers left are closed forms whose dense gram does not fit in the
-        memory available now (raised before anything is allocated).
+    InsufficientMemoryError
+        A ``MemoryError``, raised before anything is allocated: where the only solvers left
+        are closed forms whose dense gram does not fit in the memory available now, or where
+        the strategy is forced and every candidate it leaves needs more memory at its peak
+        than is available (see the ``memory_limit`` setting).
 
     See Also
     --------
@@ -372,11 +382,13 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     device = gpu_free_memory() if any(c.backend == "gpu" for c in pool) else 0
     infeasible = {}
     for candidate, row in zip(pool, rows):
-        why = infeasibility(candidate, row["path_memory"], host_available=host,
+        why = infeasibility(candidate, peak_bytes(shared, row, profile), host_available=host,
                             device_available=device, mat_bytes=shared["mat_bytes"],
                             resident_bytes=shared["fact_bytes"])
         if why:
             infeasible[candidate] = why
+    if strategy != "auto" and len(infeasible) == len(pool):
+        raise _forced_path_error(profile, strategy, infeasible)
     scores = {} if model is None else dict(zip(pool, model.predict_seconds(shared, rows)))
     chosen, reason = _choose(pool, scores, infeasible, strategy, backend)
     if notes:
@@ -410,6 +422,17 @@ def _decide_partitioned(X, profile, strategy, backend, start, solver):
                     time.perf_counter() - start, profile, **solver)
 
 
+def _forced_path_error(profile, strategy, infeasible):
+    """The error of a fit whose forced strategy leaves no path that fits in memory."""
+    who = profile.name or "The fit"
+    solver = f" (solver {profile.solver!r})" if profile.solver else ""
+    reasons = "; ".join(f"{candidate}: {why}" for candidate, why in infeasible.items())
+    return InsufficientMemoryError(
+        f"{who} cannot run with strategy={strategy!r}{solver}: {reasons}. Nothing was "
+        "allocated; strategy='auto' runs a path that fits in memory, where there is one."
+    )
+
+
 def _choose(pool, scores, infeasible, strategy, backend):
     """The winning candidate and a sentence saying why."""
     forced = [f"{name}={value!r}" for name, value in (("strategy", strategy),
@@ -417,10 +440,7 @@ def _choose(pool, scores, infeasible, strategy, backend):
     forced_note = f" (forced: {', '.join(forced)})" if forced else ""
     if len(pool) == 1:
         (only,) = pool
-        why = "forced by the strategy and backend parameters or set_config"
-        if only in infeasible:
-            why += f", although {infeasible[only]}"
-        return only, why
+        return only, "forced by the strategy and backend parameters or set_config"
     feasible = [c for c in pool if c not in infeasible]
     if not feasible:
         fallback = Candidate("cpu", "factorized")

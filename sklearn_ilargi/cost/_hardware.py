@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._config import get_config
 from ..backend import gpu_available
 
 _PROBE_BYTES = 16 * 2**20
@@ -163,9 +164,16 @@ def total_memory():
 def available_memory():
     """Memory in bytes that a fit can still take now (read on every call: it changes).
 
+    What the operating system reports, at most the ``memory_limit`` setting where it is set.
     Linux's ``MemAvailable`` counts the page cache that can be dropped; elsewhere the free
     pages, else the total.
     """
+    limit = get_config()["memory_limit"]
+    reported = _reported_available_memory()
+    return reported if limit is None else min(limit, reported)
+
+
+def _reported_available_memory():
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:

@@ -15,18 +15,12 @@ is allocated.
 from dataclasses import replace
 
 from .._config import get_config
-from ._candidates import MEMORY_HEADROOM, _gb
+from ..exceptions import InsufficientMemoryError
+from ._candidates import MEMORY_HEADROOM
 from ._hardware import available_memory
+from ._memory import GRAM_COPIES, closed_form_bytes, format_bytes
 
-#: Dense ``c x c`` arrays a closed form holds at once: the gram, its centered or penalized
-#: copy, the factor (or the eigenvectors) and a temporary of the solve.
-GRAM_COPIES = 4
-
-
-def closed_form_bytes(n_columns):
-    """Peak bytes of a closed form over ``n_columns`` columns: :data:`GRAM_COPIES` float64
-    ``c x c`` arrays."""
-    return GRAM_COPIES * 8.0 * float(n_columns) ** 2
+__all__ = ["GRAM_COPIES", "choose_solver", "closed_form_bytes"]
 
 
 def choose_solver(n_columns, profile):
@@ -90,14 +84,14 @@ def _column_refusal(n_columns):
 def _memory_refusal(n_columns):
     needed, available = closed_form_bytes(n_columns), available_memory()
     if needed > MEMORY_HEADROOM * available:
-        return (f"its dense {n_columns} x {n_columns} gram takes {_gb(needed)} with its "
-                f"copies, and the host has {_gb(available)} available")
+        return (f"its dense {n_columns} x {n_columns} gram takes {format_bytes(needed)} with its "
+                f"copies, and the host has {format_bytes(available)} available")
     return None
 
 
 def _closed_form_error(profile, why_not):
     who = f"{profile.name} with" if profile.name else "The"
-    return MemoryError(
+    return InsufficientMemoryError(
         f"{who} solver {profile.solver or 'closed form'!r} cannot run: {why_not}. A solver "
         "over the products (see the estimator's solver parameter) never forms the gram."
     )

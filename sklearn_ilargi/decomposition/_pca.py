@@ -3,10 +3,13 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.decomposition import PCA
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..backend import backend_of
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..utils import TrainingMatrix, is_normalized, validate_input
@@ -196,16 +199,23 @@ class FactorizedPCA(FactorizedMixin, PCA):
         if solver in TRUNCATED:
             n_components = check_truncated_components(n_components, solver, X.shape)
         # PCA centers the data: the materialized path runs scikit-learn's PCA on the join
-        # (dense, but for ARPACK), except for the covariance, which scikit-learn centers
-        # after the product (``X.T @ X - n mean mean^T``) and this module before it.
-        profile = pca_profile(solver, n_components, X.shape, tol=self.tol,
-                              iterated_power=self.iterated_power,
-                              n_oversamples=self.n_oversamples, name=type(self).__name__)
-        prepared = self._dispatch(X, profile, backend=backend)
-        self._fit_svd_solver = solver
+        # (CSR for the truncated solvers where the sources are sparse), except for the
+        # covariance, which scikit-learn centers after the product (``X.T @ X - n mean
+        # mean^T``) and this module before it, and the randomized SVD of a CSR join, which
+        # scikit-learn refuses.
         own_covariance = solver in CLOSED_FORMS and self.svd_solver in ("auto",
                                                                          "covariance_eigh")
+        profile = pca_profile(solver, n_components, X.shape, tol=self.tol,
+                              iterated_power=self.iterated_power,
+                              n_oversamples=self.n_oversamples, name=type(self).__name__,
+                              own_covariance=own_covariance)
+        prepared = self._dispatch(X, profile, backend=backend)
+        self._fit_svd_solver = solver
         if not is_normalized(prepared) and not own_covariance:
+            if solver == "randomized" and backend_of(prepared).is_sparse(prepared):
+                self._fit_truncated_over_products(to_host(prepared), solver, n_components)
+                self.backend_ = "cpu"
+                return
             fit_joined(super().fit, self, prepared)
             return
         if solver in TRUNCATED:
@@ -244,13 +254,23 @@ class FactorizedPCA(FactorizedMixin, PCA):
         self.noise_variance_ = float(noise)
 
     def _fit_truncated_over_products(self, X, solver, n_components):
-        """``svd_solver="arpack"`` or ``"randomized"`` on the products of the centered ``X``,
-        as scikit-learn's ``PCA._fit_truncated``: no covariance is formed."""
+        """``svd_solver="arpack"`` or ``"randomized"`` on the products of the centered ``X``
+        (a NormalizedMatrix, or the CSR join on the host), as scikit-learn's
+        ``PCA._fit_truncated``: no covariance is formed."""
         n_samples, n_features = X.shape
         dtype = X.dtype
         matrix = TrainingMatrix(X)
-        mean = matrix.column_sums() / n_samples
-        centered = matrix.centered(mean)
+        if sp.issparse(X):
+            # The CSR join: scikit-learn's statistics of sparse input, whose variances are
+            # taken around the means (centering the rank-one way would cancel the digits).
+            mean, variances = mean_variance_axis(X, axis=0)
+            mean = np.asarray(mean, dtype=np.float64)
+            centered = matrix.centered(mean)
+            total = float(np.sum(variances, dtype=np.float64)) * n_samples / (n_samples - 1)
+        else:
+            mean = matrix.column_sums() / n_samples
+            centered = matrix.centered(mean)
+            total = centered.column_sums_of_squares().sum() / (n_samples - 1)
         values, components = truncated_svd(
             centered, n_components, solver, tol=self.tol, iterated_power=self.iterated_power,
             n_oversamples=self.n_oversamples,
@@ -258,7 +278,6 @@ class FactorizedPCA(FactorizedMixin, PCA):
             random_state=self.random_state,
         )
         variances = values**2 / (n_samples - 1)
-        total = centered.column_sums_of_squares().sum() / (n_samples - 1)
         rank = min(n_samples, n_features)
         self.mean_ = mean.astype(dtype)
         self.n_samples_ = n_samples

@@ -73,13 +73,23 @@ def check_truncated_components(n_components, solver, shape):
     return int(n_components)
 
 
-def pca_profile(solver, n_components, shape, *, tol, iterated_power, n_oversamples, name):
+def pca_profile(solver, n_components, shape, *, tol, iterated_power, n_oversamples, name,
+                own_covariance=False):
     """The operations of one PCA solver, for the dispatcher.
 
-    The materialized path runs scikit-learn's PCA on the join: dense, except for
-    ``"arpack"``, which scikit-learn runs on CSR too.
+    The materialized path builds the join dense only for the closed forms: the covariance
+    (``own_covariance``, which centers a dense copy of the join) and scikit-learn's full SVD
+    (a centered copy, LAPACK's copy and the left singular vectors: about three copies). The
+    truncated solvers run on the CSR join where the sources are sparse: scikit-learn's PCA
+    for ``"arpack"``, this module's products for ``"randomized"`` (which scikit-learn
+    refuses on sparse input); on a dense join they take one centered copy.
     """
-    common = dict(sklearn_fit=True, dense_join=solver != "arpack", name=name, solver=solver)
+    if solver in CLOSED_FORMS:
+        copies = 1 if own_covariance else 3
+    else:
+        copies = 1
+    common = dict(sklearn_fit=solver != "randomized", dense_join=solver in CLOSED_FORMS,
+                  join_copies=copies, name=name, solver=solver)
     if solver in CLOSED_FORMS:
         return OperationProfile(gram=1, **common)
     # One pass for the means and one for the total variance, then the solver's own.

@@ -58,8 +58,10 @@ def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, solvers, max_it
         The rank of the (centered) gram for the closed form, None for the others.
     """
     name = type(estimator).__name__
-    profiles = [_profile(solver, X.shape, y2.shape[1], max_iter, estimator.tol, name)
-                for solver in solvers]
+    # With an intercept, a dense join is centered in a copy (see TrainingMatrix.centered).
+    copies = int(bool(estimator.fit_intercept))
+    profiles = [replace(_profile(solver, X.shape, y2.shape[1], max_iter, estimator.tol, name),
+                        join_copies=copies) for solver in solvers]
     profile = replace(profiles[0], alternatives=tuple(profiles[1:]))
     matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
     solver = estimator.decision_.solver

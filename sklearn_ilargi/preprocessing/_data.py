@@ -156,10 +156,12 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
         if sample_weight is not None:
             weights = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
                                            dtype=np.float64)
-        # Centering needs the join dense (a NormalizedMatrix's join can always be centered).
-        prepared = self._dispatch(X, OperationProfile(rmatmul=2, dense_join=self.with_mean,
-                                                      sklearn_fit=True, name=type(self).__name__),
-                                  backend=backend)
+        # Centering needs the join dense (a NormalizedMatrix's join can always be centered);
+        # scikit-learn's variances of dense data take a copy of it.
+        profile = OperationProfile(rmatmul=2, dense_join=self.with_mean, sklearn_fit=True,
+                                   join_copies=int(self.with_mean or self.with_std),
+                                   name=type(self).__name__)
+        prepared = self._dispatch(X, profile, backend=backend)
         if not is_normalized(prepared):
             fit_joined(super().partial_fit, self, prepared, y, weights)
             return self

@@ -17,6 +17,7 @@ WRONG_VALUES = {
     "int": [-1, True, 1.5, "8", None],
     "count": [0, -1, True, 1.5],
     "float": [-0.5, float("nan"), True, "1", None],
+    "bytes": [0, -1, float("inf"), float("nan"), True, "1GB"],
 }
 WRONG = [pytest.param(name, value, id=f"{name}={value!r}")
          for name, option in OPTIONS.items() for value in WRONG_VALUES[option.kind]]

@@ -21,6 +21,8 @@ from sklearn_ilargi import (
     FactorizedPCA,
     FactorizedRidge,
     FactorizedStandardScaler,
+    InsufficientMemoryError,
+    config_context,
 )
 from sklearn_ilargi.datasets import make_onehot_star
 
@@ -43,13 +45,13 @@ def traced_peak(fit):
         tracemalloc.stop()
 
 
-# Every path that keeps the join sparse: PCA's randomized SVD runs scikit-learn's on a
-# dense join (which scikit-learn needs), as does the scaler that centers.
+# Every path that keeps the join sparse: the scaler that centers needs the join dense.
 CASES = [
     (FactorizedLinearRegression(max_iter=3), "lsqr", ("factorized", "materialized")),
     (FactorizedRidge(max_iter=3), "sparse_cg", ("factorized", "materialized")),
     (FactorizedRidge(solver="lsqr", max_iter=3), "lsqr", ("factorized", "materialized")),
-    (FactorizedPCA(3, iterated_power=1, random_state=0), "randomized", ("factorized",)),
+    (FactorizedPCA(3, iterated_power=1, random_state=0), "randomized",
+     ("factorized", "materialized")),
     (FactorizedPCA(3, svd_solver="arpack", tol=1e-3, random_state=0), "arpack",
      ("factorized", "materialized")),
     (FactorizedStandardScaler(), "", ("factorized",)),
@@ -84,3 +86,25 @@ def test_the_scaler_and_pca_match_sklearn_on_the_wide_join(wide):
     assert_allclose(ours.explained_variance_ratio_, theirs.explained_variance_ratio_,
                     rtol=1e-8)
     assert_allclose(np.abs(ours.components_ @ theirs.components_.T), np.eye(3), atol=1e-6)
+
+
+def test_a_path_that_needs_the_join_dense_is_refused_before_it_allocates(wide):
+    """The scaler that centers needs the join dense, 4.8 GB here: forced onto the
+    materialized path under a limit that cannot hold it, it raises before it allocates,
+    naming the estimator, the strategy and the bytes; under auto it runs factorized."""
+    X, _ = wide
+    dense_gib = X.shape[0] * X.shape[1] * 8 / 2**30
+    model = FactorizedStandardScaler(strategy="materialized")
+    with config_context(memory_limit=2**31):
+        with pytest.raises(InsufficientMemoryError) as caught:
+            model.fit(X)
+        message = str(caught.value)
+        assert message.startswith("FactorizedStandardScaler cannot run with "
+                                  "strategy='materialized': cpu/materialized: the "
+                                  f"materialized matrix needs {dense_gib:.2f} GiB")
+        assert "1.60 GiB it may take (80% of the 2.00 GiB available on the host)" in message
+        peak = traced_peak(lambda: pytest.raises(InsufficientMemoryError, model.fit, X))
+        assert peak < 2**26
+        auto = FactorizedStandardScaler().fit(X)
+    assert auto.strategy_ == "factorized"
+    assert "infeasible: the materialized matrix needs" in auto.decision_.explain()

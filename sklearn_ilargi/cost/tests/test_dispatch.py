@@ -4,15 +4,19 @@ import importlib
 import inspect
 import sys
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from sklearn_ilargi import NormalizedMatrix, config_context
+from sklearn_ilargi import InsufficientMemoryError, NormalizedMatrix, config_context
 from sklearn_ilargi.cost import CostModelWarning, OperationProfile, decide, record_decisions
 from sklearn_ilargi.cost import _dispatch, _model
 from sklearn_ilargi.cost._candidates import Candidate
-from sklearn_ilargi.cost._features import FEATURE_NAMES
+from sklearn_ilargi.cost._features import FEATURE_NAMES, candidate_features, fit_features
+from sklearn_ilargi.cost._hardware import hardware_info
+from sklearn_ilargi.cost._memory import peak_bytes
 from sklearn_ilargi.tests._scenarios import sources_as_given
 
 
@@ -122,10 +126,9 @@ def test_decisions_are_deterministic():
     assert first.scores == second.scores and first.features == second.features
 
 
-def test_infeasible_candidate_is_never_chosen(monkeypatch):
+def test_infeasible_candidate_is_never_chosen():
     nm = redundant_star(n_target=3000, n_dim=3000, dim_columns=2)  # materializing looks cheap
-    monkeypatch.setattr(_dispatch, "available_memory", lambda: nm.nbytes)
-    with config_context(cost_model="heuristic"):
+    with config_context(cost_model="heuristic", memory_limit=nm.nbytes):
         decision = decide(nm, OperationProfile(gram=1, rmatmul=1))
     assert decision.strategy == "factorized"
     assert Candidate("cpu", "materialized") in decision.infeasible
@@ -331,3 +334,53 @@ def test_the_shipped_model_needs_no_catboost(fresh_model_cache, monkeypatch):
     assert why is None
     if by_catboost is not None:
         _same_model(exported, by_catboost)
+
+
+def test_the_dense_copies_of_the_join_count_in_the_memory_check():
+    """A materialized path that copies its dense join three times (scikit-learn's full SVD)
+    needs four joins at its peak: under a limit that holds one, it is ruled out, and forced,
+    it raises before anything is allocated, naming the estimator, strategy and bytes."""
+    nm = redundant_star()  # a dense join of 2000 x 32: 500 KiB
+    join = 2000 * 32 * 8
+    plain = OperationProfile(matmul=1, rmatmul=1, name="Model")
+    copying = OperationProfile(matmul=1, rmatmul=1, join_copies=3, name="Model", solver="full")
+    materialized = Candidate("cpu", "materialized")
+    with config_context(cost_model="heuristic", memory_limit=(2 * join + nm.nbytes) / 0.8):
+        assert materialized not in decide(nm, plain).infeasible
+        decision = decide(nm, copying)
+        assert decision.strategy == "factorized" and materialized in decision.infeasible
+        with pytest.raises(InsufficientMemoryError, match=(
+                r"^Model cannot run with strategy='materialized' \(solver 'full'\): "
+                r"cpu/materialized: the path needs 2\.0\d MiB more at its peak, more than the "
+                r"[\d.]+ MiB it may take \(80% of the [\d.]+ MiB available on the host\)\. "
+                r"Nothing was allocated")):
+            decide(nm, copying, strategy="materialized")
+        with config_context(strategy="materialized"), pytest.raises(InsufficientMemoryError):
+            decide(nm, copying)
+        assert decide(nm, copying, strategy="factorized").strategy == "factorized"
+
+
+def test_a_csr_join_is_never_copied_dense():
+    rng = np.random.default_rng(0)
+    with config_context(dense_storage_max_cells=0):
+        nm = NormalizedMatrix.from_matrices(
+            [rng.random((3000, 1)), sp.eye(1000, format="csr")],
+            [np.arange(3000), rng.integers(0, 1000, 3000)])
+    profile = OperationProfile(matmul=1, rmatmul=1, join_copies=3)
+    shared = fit_features(nm, profile, hardware_info())
+    assert shared["mat_sparse"] == 1.0
+    for strategy in ("factorized", "materialized"):
+        row = candidate_features(shared, "cpu", strategy)
+        assert peak_bytes(shared, row, profile) == row["path_memory"]
+    dense = replace(profile, dense_join=True)
+    shared = fit_features(nm, dense, hardware_info())
+    row = candidate_features(shared, "cpu", "materialized")
+    assert peak_bytes(shared, row, dense) == row["path_memory"] + 3 * 3000 * 1001 * 8
+
+
+def test_a_closed_form_counts_the_copies_of_its_gram():
+    nm = redundant_star()
+    profile = OperationProfile(gram=1, name="Model")
+    shared = fit_features(nm, profile, hardware_info())
+    row = candidate_features(shared, "cpu", "factorized")
+    assert peak_bytes(shared, row, profile) == row["path_memory"] + 3 * 8 * 32**2

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_ilargi import NormalizedMatrix, config_context
+from sklearn_ilargi import InsufficientMemoryError, NormalizedMatrix, config_context
 from sklearn_ilargi.cost import OperationProfile, decide
 from sklearn_ilargi.cost._solvers import GRAM_COPIES, choose_solver, closed_form_bytes
 
@@ -15,9 +15,10 @@ AUTO = OperationProfile(**{**vars(CLOSED), "alternatives": (ITERATIVE,)})
 
 
 @pytest.fixture
-def little_memory(monkeypatch):
-    """The host has 1 MiB available."""
-    monkeypatch.setattr("sklearn_ilargi.cost._solvers.available_memory", lambda: 2**20)
+def little_memory():
+    """A fit may take at most 1 MiB."""
+    with config_context(memory_limit=2**20):
+        yield
 
 
 def star(n_columns=40):
@@ -45,16 +46,16 @@ def test_the_closed_form_is_kept_up_to_the_column_limit():
 def test_a_closed_form_whose_gram_does_not_fit_gives_way(little_memory):
     chosen, reason = choose_solver(1000, AUTO)
     assert chosen == ITERATIVE
-    assert reason.startswith("not cholesky: its dense 1000 x 1000 gram takes 0.03 GiB with "
-                             "its copies, and the host has 0.00 GiB available")
+    assert reason.startswith("not cholesky: its dense 1000 x 1000 gram takes 30.52 MiB with "
+                             "its copies, and the host has 1.00 MiB available")
 
 
 def test_a_named_closed_form_is_checked_for_memory_only(little_memory):
     with config_context(closed_form_max_columns=10):
         chosen, reason = choose_solver(100, CLOSED)  # 0.3 MiB: fits
     assert chosen == CLOSED and reason == "set by the estimator's parameters"
-    with pytest.raises(MemoryError, match="Model with solver 'cholesky' cannot run: its dense "
-                                          "1000 x 1000 gram takes"):
+    with pytest.raises(InsufficientMemoryError, match="Model with solver 'cholesky' cannot "
+                                                      "run: its dense 1000 x 1000 gram takes"):
         choose_solver(1000, CLOSED)
 
 
