@@ -25,6 +25,7 @@ import pandas as pd
 from ..normalized._partitioned import (PartitionedMatrix, broadcast, distributed_client,
                                        import_dask)
 from ..normalized._row_map import index_dtype
+from ..normalized._storage import stored_dimension
 from ._spec import Join, Union, default_name
 
 
@@ -153,8 +154,12 @@ class _Plan:
                        and (owner != i or c != target) and (wanted is None or c in wanted)]
             source, names = None, []
             if columns:
+                # Encoded as every partition stores it (one array: its copy is sent to the
+                # workers and then dropped here).
                 encoded = from_tables(table[columns], [], categorical=categorical)
                 source, names = encoded.materialize(), list(encoded.feature_names)
+                del encoded
+                source = stored_dimension(source, np.float64, f"table {self.names[i]!r}")
             parent = parents[i - 1]
             dim = _Dimension(self.names[i], table, source, names, parent - 1, join.how)
             left, right = keyed[i - 1]
