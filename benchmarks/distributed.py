@@ -86,7 +86,7 @@ def generate(folder, scale, parts):
 
 
 def dimensions(folder):
-    """The dimension tables in memory, decimals as float64."""
+    """The dimension tables in memory, decimals as float64 and dates as datetime64."""
     out = {}
     for name in FEATURES:
         if name == "lineitem":
@@ -97,12 +97,15 @@ def dimensions(folder):
 
 
 def _floats(frame):
-    """Decimal columns (Arrow decimals or Decimal objects) as float64; dates as datetime64."""
+    """Decimal columns (Arrow decimals or Decimal objects) as float64; dates (Arrow's date32,
+    which pandas reads as Python date objects) as datetime64."""
     for column in frame.columns:
         dtype = frame[column].dtype
-        if "decimal" in str(dtype) or dtype == object and len(frame) and type(
-                frame[column].iloc[0]).__name__ == "Decimal":
+        first = frame[column].iloc[0] if len(frame) else None
+        if "decimal" in str(dtype) or dtype == object and type(first).__name__ == "Decimal":
             frame[column] = frame[column].astype("float64")
+        elif dtype == object and isinstance(first, datetime.date):
+            frame[column] = pd.to_datetime(frame[column])
     return frame
 
 
