@@ -25,7 +25,7 @@ import pandas as pd
 from ..normalized._partitioned import (PartitionedMatrix, broadcast, distributed_client,
                                        import_dask)
 from ..normalized._row_map import index_dtype
-from ..normalized._storage import stored_dimension
+from ..normalized._storage import storage_layout, stored_dimension
 from ._spec import Join, Union, default_name
 
 
@@ -242,6 +242,8 @@ def _partition_arrays(frame, lookup):
     maps, keep = _row_maps(frame, lookup)
     kept = frame if keep is None else frame[keep]
     values = kept[lookup.fact_features].to_numpy(dtype=np.float64, na_value=0.0)
+    # In the layout the partition's matrix stores it: the matrix holds this array, no copy.
+    values = storage_layout(values, is_fact=True)
     return values, *maps, _target(kept, maps, lookup)
 
 
