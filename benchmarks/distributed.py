@@ -86,7 +86,7 @@ def generate(folder, scale, parts):
 
 
 def dimensions(folder):
-    """The dimension tables in memory, decimals as float64."""
+    """The dimension tables in memory, decimals as float64 and dates as datetime64."""
     out = {}
     for name in FEATURES:
         if name == "lineitem":
@@ -97,12 +97,15 @@ def dimensions(folder):
 
 
 def _floats(frame):
-    """Decimal columns (Arrow decimals or Decimal objects) as float64; dates as datetime64."""
+    """Decimal columns (Arrow decimals or Decimal objects) as float64; dates (Arrow's date32,
+    which pandas reads as Python date objects) as datetime64."""
     for column in frame.columns:
         dtype = frame[column].dtype
-        if "decimal" in str(dtype) or dtype == object and len(frame) and type(
-                frame[column].iloc[0]).__name__ == "Decimal":
+        first = frame[column].iloc[0] if len(frame) else None
+        if "decimal" in str(dtype) or dtype == object and type(first).__name__ == "Decimal":
             frame[column] = frame[column].astype("float64")
+        elif dtype == object and isinstance(first, datetime.date):
+            frame[column] = pd.to_datetime(frame[column])
     return frame
 
 
@@ -249,32 +252,38 @@ STEPS = {
 
 # ---------------------------------------------------------------------- measuring
 class PeakMemory:
-    """The peak of the summed resident memory of this process and its children (the
-    cluster's workers and nanny processes), polled every ``interval`` seconds."""
+    """The peaks of resident memory, polled every ``interval`` seconds: of this process and
+    its children summed (the client, the cluster's scheduler, nanny and worker processes),
+    of this process alone (the client), and of its children summed (the cluster)."""
 
     def __init__(self, interval=0.05):
         import psutil
 
         self._process = psutil.Process()
-        self.interval, self.peak = interval, 0
+        self.interval = interval
+        self.peak = self.client_peak = self.cluster_peak = 0
         self._stop = threading.Event()
 
-    def _total(self):
-        total = 0
-        for p in [self._process, *self._process.children(recursive=True)]:
+    def _sizes(self):
+        """(this process, its children summed), resident bytes."""
+        own, children = self._process.memory_info().rss, 0
+        for p in self._process.children(recursive=True):
             try:
-                total += p.memory_info().rss
+                children += p.memory_info().rss
             except Exception:  # a process that ended between listing and reading
                 pass
-        return total
+        return own, children
 
     def _poll(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, self._total())
+            own, children = self._sizes()
+            self.peak = max(self.peak, own + children)
+            self.client_peak = max(self.client_peak, own)
+            self.cluster_peak = max(self.cluster_peak, children)
             time.sleep(self.interval)
 
     def __enter__(self):
-        self._baseline = self._total()
+        self._baseline = sum(self._sizes())
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
         return self
@@ -286,7 +295,7 @@ class PeakMemory:
 
 
 def measure(step, timeout):
-    """(seconds, peak bytes, result or the error), the step stopped after ``timeout``."""
+    """(seconds, PeakMemory, result or the error), the step stopped after ``timeout``."""
     outcome = {}
 
     def run():
@@ -303,7 +312,7 @@ def measure(step, timeout):
         seconds = time.perf_counter() - start
     if worker.is_alive():
         outcome["error"] = f"did not finish within {timeout} s"
-    return seconds, memory.peak, outcome
+    return seconds, memory, outcome
 
 
 def main():
@@ -339,12 +348,15 @@ def main():
         with LocalCluster(n_workers=options.workers, threads_per_worker=1,
                           memory_limit=options.memory_limit,
                           dashboard_address=":0") as cluster, Client(cluster):
-            seconds, peak, outcome = measure(
+            seconds, memory, outcome = measure(
                 lambda: STEPS[name](folder, dims, memory_bytes), options.timeout)
-        results[name] = {"seconds": seconds, "peak_bytes": peak, **outcome}
+        results[name] = {"seconds": seconds, "peak_bytes": memory.peak,
+                         "peak_client_bytes": memory.client_peak,
+                         "peak_cluster_bytes": memory.cluster_peak, **outcome}
         status = outcome.get("error", "ok")
-        print(f"{name:<22} {seconds:9.2f} s  peak {peak / 2**30:6.2f} GiB  {status}",
-              flush=True)
+        print(f"{name:<22} {seconds:9.2f} s  peak {memory.peak / 2**30:6.2f} GiB (client "
+              f"{memory.client_peak / 2**30:.2f}, cluster {memory.cluster_peak / 2**30:.2f})"
+              f"  {status}", flush=True)
     print(f"\nTPC-H SF{options.scale:g}, lineitem in {options.parts} parts, "
           f"{options.workers} workers, {machine()['cores']} cores")
     for ours, peer in (("factorized_ridge", "daskml_linear"),

@@ -23,9 +23,11 @@ import numpy as np
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
 from ._matrix import NormalizedMatrix
+from ._parse import check_source, result_dtype, source_name
 from ._selection import _is_single, _row_indices, _split_key
 from ._transposed import TransposedView
 from ._row_map import RowMap
+from ._storage import stored_dimension
 
 
 def import_dask():
@@ -227,10 +229,20 @@ class PartitionedMatrix:
         zero rows, which check the in-memory parts before anything runs.
         """
         _, _, delayed = import_dask()
-        template = NormalizedMatrix.from_matrices(template_sources, template_indicators,
-                                                  mappings, **options)
         partitioned = [isinstance(s, list) for s in sources]
-        shared = broadcast([None if is_p else s for s, is_p in zip(sources, partitioned)])
+        names = [source_name(k, options.get("source_names")) for k in range(len(sources))]
+        dtype = result_dtype([check_source(t if is_p else s, name) for s, t, is_p, name
+                              in zip(sources, template_sources, partitioned, names)])
+        # The dimensions as every partition stores them, checked and laid out once, here:
+        # each partition's matrix then holds the broadcast arrays themselves, not a copy
+        # per partition. They are sent to the workers and not kept here: the template
+        # holds none of their rows.
+        shared = [None if is_p else stored_dimension(s, dtype, name)
+                  for s, is_p, name in zip(sources, partitioned, names)]
+        template = _without_source_rows(NormalizedMatrix.from_matrices(
+            [t if is_p else d for t, d, is_p in zip(template_sources, shared, partitioned)],
+            template_indicators, mappings, **options))
+        shared = broadcast(shared)
         starts = np.cumsum((0,) + tuple(row_counts)[:-1])
         build = delayed(_build_partition, pure=True)
         partitions = [
@@ -1100,6 +1112,23 @@ def _build_partition(shared, source_parts, indicator_parts, partitioned, start, 
             indicator = rebased[key]
         indicators.append(indicator)
     return NormalizedMatrix.from_matrices(sources, indicators, mappings, **options)
+
+
+def _without_source_rows(template):
+    """``template`` (a matrix of no rows, which reads no row of its sources) with sources of
+    no rows, each stored as before: it describes the partitions' results without holding
+    the dimensions, which live on the workers."""
+    emptied = {}
+    blocks = []
+    for block in template.blocks:
+        if not block.source.shape[0]:  # the fact's: no rows already
+            blocks.append(block)
+            continue
+        key = id(block.row_map)
+        if key not in emptied:
+            emptied[key] = RowMap(np.empty(0, dtype=np.int32), 0, has_missing=False)
+        blocks.append(block.with_(source=block.source[:0].copy(), row_map=emptied[key]))
+    return template._like(blocks)
 
 
 def _transposed_matmul(part, rows):

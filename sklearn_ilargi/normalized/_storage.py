@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import get_config
+from ._parse import check_source
 
 
 def dense_enough(nnz, shape):
@@ -44,3 +45,11 @@ def storage_layout(source, *, is_fact):
     if sp.issparse(source):
         return source.toarray(order=order) if dense_enough(source.nnz, source.shape) else source
     return np.asfortranarray(source) if order == "F" else source
+
+
+def stored_dimension(source, dtype, where):
+    """A dimension source checked, cast to ``dtype`` and in its storage layout: as every
+    matrix built over it stores it, so that the matrices that share the result (the
+    partitions of a PartitionedMatrix) store it without a copy each."""
+    source = check_source(source, where)
+    return storage_layout(source.astype(dtype, copy=False), is_fact=False)

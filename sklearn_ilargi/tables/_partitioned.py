@@ -25,6 +25,7 @@ import pandas as pd
 from ..normalized._partitioned import (PartitionedMatrix, broadcast, distributed_client,
                                        import_dask)
 from ..normalized._row_map import index_dtype
+from ..normalized._storage import storage_layout, stored_dimension
 from ._spec import Join, Union, default_name
 
 
@@ -56,6 +57,7 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
         futures = iter(client.compute([piece for a in arrays for piece in a]))
         arrays = [[next(futures) for _ in range(n_items)] for _ in arrays]
         row_counts = client.gather(client.map(len, [a[0] for a in arrays]))
+        del lookup  # read: the workers free the indexes before the dimensions arrive
     else:
         # Without a cluster, nothing is kept: the rows each partition keeps are counted
         # from its key (and target) columns only, and its arrays computed when used.
@@ -152,8 +154,12 @@ class _Plan:
                        and (owner != i or c != target) and (wanted is None or c in wanted)]
             source, names = None, []
             if columns:
+                # Encoded as every partition stores it (one array: its copy is sent to the
+                # workers and then dropped here).
                 encoded = from_tables(table[columns], [], categorical=categorical)
                 source, names = encoded.materialize(), list(encoded.feature_names)
+                del encoded
+                source = stored_dimension(source, np.float64, f"table {self.names[i]!r}")
             parent = parents[i - 1]
             dim = _Dimension(self.names[i], table, source, names, parent - 1, join.how)
             left, right = keyed[i - 1]
@@ -164,7 +170,7 @@ class _Plan:
             else:
                 outer = tables[parent]
                 _check_key_types(outer, left, table, right, self.names[parent], self.names[i])
-                dim.index = _look_up(rows, outer, left)
+                dim.index = _look_up(rows, outer, left, index_dtype(len(table)))
             self.dims.append(dim)
             feature_names += names
         if wanted is not None:
@@ -236,6 +242,8 @@ def _partition_arrays(frame, lookup):
     maps, keep = _row_maps(frame, lookup)
     kept = frame if keep is None else frame[keep]
     values = kept[lookup.fact_features].to_numpy(dtype=np.float64, na_value=0.0)
+    # In the layout the partition's matrix stores it: the matrix holds this array, no copy.
+    values = storage_layout(values, is_fact=True)
     return values, *maps, _target(kept, maps, lookup)
 
 
@@ -245,7 +253,7 @@ def _row_maps(frame, lookup):
     maps = []
     for parent, how, index, left_keys in lookup.dims:
         if parent < 0:
-            rows = _look_up(index, frame, left_keys)
+            rows = _look_up(index, frame, left_keys, lookup.index_dtypes[len(maps)])
         else:
             above = maps[parent]
             rows = np.where(above >= 0, index[np.maximum(above, 0)], -1)
@@ -305,10 +313,14 @@ def _checked_keys(join, name):
 
 
 def _key_index(table, keys, name):
-    """The rows of ``table`` by key, over its rows with no null key: ``(index, rows)``."""
+    """The rows of ``table`` by key, over its rows with no null key: ``(index, rows)``,
+    ``rows`` the table's row of each index entry (None where every row has its keys)."""
     values = table[keys]
-    present = np.flatnonzero(values.notna().all(axis=1).to_numpy())
-    values = values.iloc[present]
+    has_keys = values.notna().all(axis=1).to_numpy()
+    present = None
+    if not has_keys.all():
+        present = np.flatnonzero(has_keys).astype(index_dtype(len(table)), copy=False)
+        values = values.iloc[present]
     index = (pd.Index(values[keys[0]]) if len(keys) == 1
              else pd.MultiIndex.from_frame(values))
     if not index.is_unique:
@@ -319,8 +331,9 @@ def _key_index(table, keys, name):
     return index, present
 
 
-def _look_up(key_index, frame, keys):
-    """For each row of ``frame``, the row of the indexed table with its keys, else -1."""
+def _look_up(key_index, frame, keys, dtype):
+    """For each row of ``frame``, the row of the indexed table with its keys, else -1, as
+    ``dtype``."""
     index, rows = key_index
     values = frame[keys]
     if len(keys) == 1:
@@ -328,7 +341,11 @@ def _look_up(key_index, frame, keys):
     else:
         positions = index.get_indexer(pd.MultiIndex.from_frame(values))
     missing = values.isna().any(axis=1).to_numpy() | (positions < 0)
-    return np.where(missing, -1, rows[np.maximum(positions, 0)] if len(rows) else -1)
+    if rows is not None:
+        positions = rows[np.maximum(positions, 0)] if len(rows) else positions
+    positions = positions.astype(dtype, copy=False)
+    positions[missing] = -1
+    return positions
 
 
 def _check_key_types(left_table, left_keys, right_table, right_keys, left_name, right_name):

@@ -4,6 +4,7 @@ Each test runs on dask's synchronous scheduler; those marked with the ``cluster`
 on a ``LocalCluster(processes=False, n_workers=2)`` too (one for the module).
 """
 
+import operator
 import warnings
 
 import numpy as np
@@ -420,3 +421,38 @@ def test_tasks_run_in_worker_processes():
                         rtol=1e-9, atol=1e-8)
         assert_allclose(got.rows([3, 30]), TrainingMatrix(reference).centered(mean).rows(
             [3, 30]), rtol=1e-9)
+
+
+def _source_buffers(part, position):
+    """Where the values of a partition's block at ``position`` are (a set, for unions)."""
+    source = part.blocks[position].source
+    return {(source.data if sp.issparse(source) else source).__array_interface__["data"][0]}
+
+
+def test_partitions_share_the_broadcast_dimensions(scheduler):
+    """Each dimension is checked and laid out once, before it is sent: every partition's
+    matrix stores the broadcast array itself (not a copy of its own), and the template none
+    of the dimensions' rows, each stored as the partitions store it."""
+    rng = np.random.default_rng(4)
+    n = sum(CHUNKS)
+    fact = rng.standard_normal((n, 2))
+    narrow = rng.standard_normal((300, 4))  # row-major here, column-major as stored
+    full = sp.csr_matrix(np.eye(3)[rng.integers(0, 3, 300)])  # dense enough: stored dense
+    onehot = sp.csr_matrix(np.eye(60)[rng.integers(0, 60, 2000)])  # stored sparse
+    maps = [rng.integers(-1, 300, n), rng.integers(0, 300, n), rng.integers(0, 2000, n)]
+    reference = NormalizedMatrix.from_matrices([fact, narrow, full, onehot],
+                                               [np.arange(n), *maps])
+    X = NormalizedMatrix.from_matrices(
+        [da.from_array(fact, chunks=(CHUNKS, 2)), narrow, full, onehot],
+        [da.arange(n, chunks=(CHUNKS,)), *maps])
+    assert all(b.source.shape[0] == 0 for b in X.template.blocks[1:])
+    assert [sp.issparse(b.source) for b in X.template.blocks] == \
+        [sp.issparse(b.source) for b in reference.blocks] == [False, False, False, True]
+    processes = 1 if scheduler is None else len(scheduler.scheduler_info()["workers"])
+    kept = X.persist()  # every partition alive at once: no address is reused
+    for position in (1, 2, 3):
+        buffers = kept.reduce_partitions(_source_buffers, position, combine=operator.or_)
+        assert len(buffers) <= processes  # one copy per process, whatever the partitions
+    assert_allclose(X.materialize(sparse=False).compute(),
+                    reference.materialize(sparse=False), rtol=RTOL)
+    assert_allclose(X.gram(), reference.gram(), rtol=RTOL)

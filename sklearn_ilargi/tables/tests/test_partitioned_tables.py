@@ -1,5 +1,7 @@
 """from_tables over a Dask DataFrame fact table equals from_tables over the same pandas one."""
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,3 +162,33 @@ def test_a_cluster_reads_the_fact_table_once():
             from_tables(frame, [Join(stores, on="store", how="left")], target="size")
     reference = FactorizedRidge(alpha=0.1).fit(*expected)
     assert_allclose(model.coef_, reference.coef_, rtol=1e-9)
+
+
+def test_the_key_indexes_are_small_and_leave_the_workers():
+    """The indexes that match the fact's keys hold int32 rows (none where every key is
+    present), and the workers drop them once the fact table is read: only the dimensions,
+    the partitions' arrays and the target stay."""
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    from sklearn_ilargi.tables._partitioned import _Plan
+
+    sales, stores, regions = tables(seed=5)
+    stores.loc[2, "region"] = np.nan  # a snowflake key that is missing
+    joins = snowflake(stores, regions, "left")
+    frame = dd.from_pandas(sales, npartitions=3)
+    plan = _Plan(frame, joins, "y", None, "onehot")
+    (_, rows), composed = plan.lookup.dims[0][2], plan.lookup.dims[1][2]
+    assert rows is None and composed.dtype == np.int32
+    assert composed[2] == -1
+    expected = from_tables(sales, joins, target="y")
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, \
+            client.as_current(), dask.config.set(scheduler=client.get):
+        X, y = from_tables(frame, joins, target="y")
+        for _ in range(100):  # a release reaches the workers a moment later
+            held = {key for keys in client.has_what().values() for key in keys}
+            if not any(str(key).startswith("_Lookup") for key in held):
+                break
+            time.sleep(0.05)
+        assert not any(str(key).startswith("_Lookup") for key in held)
+        assert_same(expected, (X, y))
