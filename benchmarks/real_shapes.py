@@ -375,8 +375,8 @@ def tpch(scale_factor, repeats, data_home=None, pipelines=True):
         return lambda: FactorizedRidge(alpha=1.0).fit(*builds[reader]())
 
     fits = {"from_tables + FactorizedRidge (pandas read)": ours("pandas"),
-                 "from_tables + FactorizedRidge (Arrow read)": ours("arrow"),
-                 "pandas.merge + get_dummies + Ridge (pandas read)":
+            "from_tables + FactorizedRidge (Arrow read)": ours("arrow"),
+            "pandas.merge + get_dummies + Ridge (pandas read)":
                 lambda: _pandas_pipeline(reads["pandas"])}
     result["pipelines_s"] = dict(zip(fits, median_times(list(fits.values()), repeats)))
     return result
