@@ -46,14 +46,19 @@ objective (L-BFGS to ``tol=1e-6`` on both sides).
 ``--tpch`` adds the TPC-H lineitem snowflake at SF1 (``--tpch-scale``), read from its Parquet
 files with ``pandas.read_parquet``'s defaults (decimals become ``Decimal`` objects) and as
 pyarrow Tables: ``from_tables`` alone on each read (its ratio of the two, and whether both give
-the same matrix, bit for bit), and ``from_tables`` + ``FactorizedRidge`` against
-``pandas.merge`` + ``pandas.get_dummies`` + scikit-learn's ``Ridge`` on the pandas read.
+the same matrix, bit for bit), the pandas read's ``float`` pass over its ``Decimal`` objects
+alone (what the pandas read costs beyond the Arrow read at the least: ``float(Decimal)`` formats
+each value as a string and parses it, one object at a time, holding the GIL), and
+``from_tables`` + ``FactorizedRidge`` against ``pandas.merge`` + ``pandas.get_dummies`` +
+scikit-learn's ``Ridge`` on the pandas read (``--no-tpch-pipelines`` leaves these out).
 
     python benchmarks/real_shapes.py [--scale 0.1] [--repeats 1] [--estimators Ridge PCA]
                                      [--tpch] [--data-home DIR] [--out benchmarks/results]
     python benchmarks/real_shapes.py --estimators --tpch     # TPC-H alone
+    python benchmarks/real_shapes.py --estimators --tpch --no-tpch-pipelines  # from_tables only
 """
 
+import argparse
 import gc
 import multiprocessing
 import pickle
@@ -321,8 +326,24 @@ def _pandas_pipeline(tables):
     return Ridge(alpha=1.0).fit(frame.to_numpy(dtype=np.float64), y)
 
 
-def tpch(scale_factor, repeats, data_home=None):
-    """``from_tables`` on the two reads, and the pipelines from tables to a fitted Ridge."""
+def _decimal_float_pass(tables):
+    """What ``from_tables`` does to the pandas read's ``Decimal`` columns alone: their one
+    float pass, column by column (the part of the pandas read's time that no change outside
+    ``float(Decimal)`` can remove)."""
+    from sklearn_ilargi.tables._input import NUMERIC, is_decimal, numeric_values
+
+    columns = [table[c] for table in tables.values() for c in table.columns
+               if is_decimal(table[c])]
+
+    def run():
+        for column in columns:
+            numeric_values(column, NUMERIC, 0.0, "a decimal column")
+    return run, sum(len(c) for c in columns)
+
+
+def tpch(scale_factor, repeats, data_home=None, pipelines=True):
+    """``from_tables`` on the two reads (and the pandas read's Decimal float pass alone), and
+    the pipelines from tables to a fitted Ridge."""
     from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path, \
         tpch_description
 
@@ -332,25 +353,33 @@ def tpch(scale_factor, repeats, data_home=None):
              for reader in ("pandas", "arrow")}
     builds = {reader: (lambda t=tables: from_tables(**tpch_description(t)))
               for reader, tables in reads.items()}
-    build_s = dict(zip(builds, median_times(list(builds.values()), repeats)))
+    float_pass, n_decimals = _decimal_float_pass(reads["pandas"])
+    *build_s, float_pass_s = median_times(list(builds.values()) + [float_pass], repeats)
+    build_s = dict(zip(builds, build_s))
     (Xp, yp), (Xa, ya) = builds["pandas"](), builds["arrow"]()
     Tp, Ta = Xp.materialize(sparse=True), Xa.materialize(sparse=True)
     same = bool(list(Xp.feature_names) == list(Xa.feature_names) and Tp.shape == Ta.shape
                 and (Tp != Ta).nnz == 0 and np.array_equal(yp, ya))
     del Tp, Ta
+    result = {"scale_factor": scale_factor, "shape": list(Xa.shape),
+              "from_tables_s": build_s,
+              "pandas_read_over_arrow_read": build_s["pandas"] / build_s["arrow"],
+              "same_matrix": same, "decimal_objects": n_decimals,
+              "decimal_float_pass_s": float_pass_s,
+              "pandas_read_less_float_pass_over_arrow_read":
+                  (build_s["pandas"] - float_pass_s) / build_s["arrow"]}
+    if not pipelines:
+        return result
 
     def ours(reader):
         return lambda: FactorizedRidge(alpha=1.0).fit(*builds[reader]())
 
-    pipelines = {"from_tables + FactorizedRidge (pandas read)": ours("pandas"),
-                 "from_tables + FactorizedRidge (Arrow read)": ours("arrow"),
-                 "pandas.merge + get_dummies + Ridge (pandas read)":
-                     lambda: _pandas_pipeline(reads["pandas"])}
-    fit_s = dict(zip(pipelines, median_times(list(pipelines.values()), repeats)))
-    return {"scale_factor": scale_factor, "shape": list(Xa.shape),
-            "from_tables_s": build_s,
-            "pandas_read_over_arrow_read": build_s["pandas"] / build_s["arrow"],
-            "same_matrix": same, "pipelines_s": fit_s}
+    fits = {"from_tables + FactorizedRidge (pandas read)": ours("pandas"),
+            "from_tables + FactorizedRidge (Arrow read)": ours("arrow"),
+            "pandas.merge + get_dummies + Ridge (pandas read)":
+                lambda: _pandas_pipeline(reads["pandas"])}
+    result["pipelines_s"] = dict(zip(fits, median_times(list(fits.values()), repeats)))
+    return result
 
 
 # ---------------------------------------------------------------------- report
@@ -394,8 +423,12 @@ def _tpch_markdown(t):
              f"from_tables on the pandas read {t['from_tables_s']['pandas']:.2f} s, on "
              f"the Arrow read {t['from_tables_s']['arrow']:.2f} s: ratio "
              f"{t['pandas_read_over_arrow_read']:.2f}, same matrix: {t['same_matrix']}",
-             "", "| pipeline | s |", "|---|---:|"]
-    lines += [f"| {k} | {v:.2f} |" for k, v in t["pipelines_s"].items()]
+             f"of which the float pass over its {t['decimal_objects']} Decimal objects "
+             f"{t['decimal_float_pass_s']:.2f} s; without it the ratio would be "
+             f"{t['pandas_read_less_float_pass_over_arrow_read']:.2f}"]
+    if "pipelines_s" in t:
+        lines += ["", "| pipeline | s |", "|---|---:|"]
+        lines += [f"| {k} | {v:.2f} |" for k, v in t["pipelines_s"].items()]
     return "\n".join(lines)
 
 
@@ -409,6 +442,8 @@ def main():
     parser.add_argument("--cap-gb", type=float, default=12.0)
     parser.add_argument("--tpch", action="store_true")
     parser.add_argument("--tpch-scale", type=float, default=1.0)
+    parser.add_argument("--tpch-pipelines", action=argparse.BooleanOptionalAction,
+                        default=True, help="also time the pipelines from tables to a Ridge")
     parser.add_argument("--data-home", default=None,
                         help="TPC-H cache folder (default: the datasets' own)")
     parser.add_argument("--name", default="real_shapes.json")
@@ -428,7 +463,8 @@ def main():
             print(name, star_result["estimators"][name], flush=True)
             write_results(args.out, args.name, {"machine": info, "star": star_result})
         del X, T, targets
-    tpch_result = tpch(args.tpch_scale, args.repeats, args.data_home) if args.tpch else None
+    tpch_result = tpch(args.tpch_scale, args.repeats, args.data_home,
+                       args.tpch_pipelines) if args.tpch else None
     print()
     print(markdown(star_result, tpch_result, limit))
     write_results(args.out, args.name,

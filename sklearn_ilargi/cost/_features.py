@@ -8,6 +8,8 @@ multiply-add as two, bytes count what one pass reads and writes.
 
 import math
 
+import numpy as np
+
 from ..ops._products import csr_pays, join_bytes, joined_in_gram
 
 DATA_FEATURES = (
@@ -304,6 +306,34 @@ def candidate_features(shared, backend, strategy):
 
 def model_row(shared, candidate):
     """One model input row (floats in ``FEATURE_NAMES`` order) for a candidate's features."""
-    merged = {**shared, **candidate}
-    return [math.log10(1.0 + merged[name]) if name in _LOG_FEATURES else merged[name]
-            for name in FEATURE_NAMES]
+    return _transformed({**shared, **candidate}, FEATURE_NAMES)
+
+
+def model_rows(shared, candidates):
+    """The model input rows of a fit's candidates, as :func:`model_row` makes them.
+
+    The shared features come first in ``FEATURE_NAMES`` and are transformed once for all the
+    candidates (``shared`` holds no candidate feature, nor a candidate a shared one).
+
+    Parameters
+    ----------
+    shared : dict
+        :func:`fit_features`.
+    candidates : list of dict
+        :func:`candidate_features` of each candidate.
+
+    Returns
+    -------
+    ndarray of shape (len(candidates), len(FEATURE_NAMES))
+    """
+    head = _transformed(shared, _SHARED_NAMES)
+    return np.array([head + _transformed(c, CANDIDATE_FEATURES) for c in candidates],
+                    dtype=np.float64).reshape(len(candidates), len(FEATURE_NAMES))
+
+
+_SHARED_NAMES = FEATURE_NAMES[:len(FEATURE_NAMES) - len(CANDIDATE_FEATURES)]
+
+
+def _transformed(features, names):
+    return [math.log10(1.0 + features[name]) if name in _LOG_FEATURES else features[name]
+            for name in names]

@@ -36,10 +36,19 @@ def cache_dir():
     pathlib.Path
         Not created here.
     """
-    explicit = os.environ.get("SKLEARN_ILARGI_CACHE")
+    environ = os.environ
+    return _cache_dir(environ.get("SKLEARN_ILARGI_CACHE"), environ.get("XDG_CACHE_HOME"),
+                      environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _cache_dir(explicit, xdg_cache_home, home):
+    """:func:`cache_dir` for these values of its environment variables (``home`` is what
+    ``~`` expands to)."""
+    del home  # part of the cache key only
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = xdg_cache_home or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "sklearn_ilargi"
 
 
@@ -175,10 +184,10 @@ def available_memory():
 
 def _reported_available_memory():
     try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+        with open("/proc/meminfo", "rb") as meminfo:  # read whole: one call per fit
+            text = b"\n" + meminfo.read()
+        start = text.index(b"\nMemAvailable:") + len(b"\nMemAvailable:")
+        return int(text[start:text.index(b"\n", start)].split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:

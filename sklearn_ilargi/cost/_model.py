@@ -31,6 +31,7 @@ the files hold, a fit never fails for want of a cost model.
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import warnings
 from functools import lru_cache
@@ -39,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .._config import get_config
-from ._features import FEATURE_NAMES, model_row
+from ._features import FEATURE_NAMES, model_rows
 from ._hardware import cache_dir
 from ._heuristic import NOMINAL_WEIGHTS, heuristic_seconds
 
@@ -156,11 +157,18 @@ class ObliviousTrees:
             raise ValueError(f"the borders are not {n_trees} x {depth} numbers")
         if self.leaves.shape != (n_trees, 2 ** depth) or not np.isfinite(self.leaves).all():
             raise ValueError(f"the leaves are not {n_trees} x {2 ** depth} finite numbers")
-        self.weights = 1 << np.arange(depth)
         self.scale = float(scale)
         self.bias = float(bias)
         if not (np.isfinite(self.scale) and np.isfinite(self.bias)):
             raise ValueError("the scale and bias are not finite")
+        # Flat forms for predict: every split of every tree in one row, the weight of each
+        # level's bit (exact in float32: the leaf index is at most 2 ** depth - 1), and the
+        # position of each tree's first leaf in the flattened leaves.
+        self._split_features = self.features.ravel()
+        self._split_borders = self.borders.ravel()
+        self._level_weights = np.ldexp(np.float32(1), np.arange(depth)).astype(np.float32)
+        self._first_leaf = np.arange(n_trees) * 2 ** depth
+        self._flat_leaves = self.leaves.ravel()
 
     @classmethod
     def from_json(cls, exported):
@@ -190,10 +198,12 @@ class ObliviousTrees:
         """
         with np.errstate(over="ignore"):  # beyond float32's range is inf, as in CatBoost
             X = np.asarray(X, dtype=np.float32)
-        bits = X[:, self.features] > self.borders  # (rows, trees, depth)
-        index = bits.astype(np.intp) @ self.weights
-        values = np.take_along_axis(self.leaves[None, :, :], index[:, :, None], axis=2)
-        return self.scale * values[:, :, 0].sum(axis=1) + self.bias
+        n_trees, depth = self.features.shape
+        bits = np.take(X, self._split_features, axis=1) > self._split_borders
+        # each tree's leaf: its levels' bits as a binary number, level 0 the lowest bit
+        leaf = bits.reshape(len(X) * n_trees, depth).astype(np.float32) @ self._level_weights
+        leaf = leaf.astype(np.intp).reshape(len(X), n_trees) + self._first_leaf
+        return self.scale * np.take(self._flat_leaves, leaf).sum(axis=1) + self.bias
 
 
 def model_weights(model):
@@ -283,15 +293,15 @@ class CatBoostCostModel:
         self.relative = metadata.get("target") == "log10_seconds_over_heuristic"
         self.n_measurements = metadata.get("n_measurements", "?")
         self.heuristic_weights = _weights(metadata)
+        self._weights = tuple(self.heuristic_weights.tolist())  # Python floats: the same sums
         self.source = f"catboost ({self.path})"
 
     def predict_seconds(self, shared, candidate_rows):
         """Seconds for each candidate's features (dicts from ``candidate_features``)."""
-        rows = np.array([model_row(shared, row) for row in candidate_rows], dtype=np.float64)
-        log_seconds = self.trees.predict(rows)
+        log_seconds = self.trees.predict(model_rows(shared, candidate_rows))
         if self.relative:
             log_seconds = log_seconds + np.log10(
-                [max(heuristic_seconds({**shared, **row}, self.heuristic_weights), 1e-12)
+                [max(heuristic_seconds({**shared, **row}, self._weights), 1e-12)
                  for row in candidate_rows])
         return [float(v) for v in 10.0 ** log_seconds]
 
@@ -364,20 +374,32 @@ def _what(exc):
 
 
 @lru_cache(maxsize=8)
-def _load(path, mtimes):
-    del mtimes  # part of the cache key only: a rewritten file is read again
+def _load(path, versions):
+    del versions  # part of the cache key only: a rewritten file is read again
     return _read_model(path)
 
 
-def _load_path(path):
-    return _load(str(path), (_mtime(path), _mtime(trees_path(path))))
+def _load_path(path, version=None):
+    """The model read from ``path`` (cached while neither it nor its trees change);
+    ``version`` is :func:`_version` of ``path`` where already known."""
+    path = str(path)
+    version = _version(path) if version is None else version
+    return _load(path, (version, _version(_trees_file(path))))
 
 
-def _mtime(path):
+@lru_cache(maxsize=8)
+def _trees_file(path):
+    return str(trees_path(path))
+
+
+def _version(path):
+    """What tells a rewritten file apart (modification time and size); None where ``path``
+    is not a file."""
     try:
-        return os.path.getmtime(path)
-    except OSError:
+        status = os.stat(path)
+    except (OSError, ValueError):
         return None
+    return (status.st_mtime_ns, status.st_size) if stat.S_ISREG(status.st_mode) else None
 
 
 def load_cost_model(setting=None):
@@ -408,17 +430,20 @@ def load_cost_model(setting=None):
     if setting == HEURISTIC:
         return HeuristicCostModel("chosen with set_config(cost_model='heuristic')")
     if setting is not None:
-        lookup = [Path(os.fspath(setting))]
+        lookup = [(Path(os.fspath(setting)), None)]
     else:
-        lookup = [path for path in (user_model_path(), SHIPPED_MODEL) if path.is_file()]
-    why = f"no cost model file (looked in {user_model_path()} and {SHIPPED_MODEL})"
-    for index, path in enumerate(lookup):
-        model, why = _load_path(path)
+        user = user_model_path()
+        lookup = [(path, version) for path in (user, SHIPPED_MODEL)
+                  if (version := _version(path)) is not None]
+    for index, (path, version) in enumerate(lookup):
+        model, why = _load_path(path, version)
         if model is not None:
             if why:  # its exported trees were damaged, CatBoost read the file itself
                 _warn_once(f"{why}.")
             return model
         if index < len(lookup) - 1:
             _warn_once(f"{why}; the model shipped with sklearn-ilargi decides instead.")
+    if not lookup:
+        why = f"no cost model file (looked in {user} and {SHIPPED_MODEL})"
     _warn_once(f"{why}; the cost model falls back to the heuristic (roofline estimate).")
     return HeuristicCostModel(why)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sklearn_ilargi import FactorizedLinearRegression
-from sklearn_ilargi.cost import CostModelWarning, _hardware, _model
+from sklearn_ilargi.cost import CostModelWarning, OperationProfile, _hardware, _model
 from sklearn_ilargi.cost._features import FEATURE_NAMES
 
 from .test_dispatch import redundant_star, tiny_catboost
@@ -81,6 +81,83 @@ def test_a_value_within_float32_rounding_of_a_border_splits_as_in_catboost(tmp_p
     assert np.float32(rows[1, feature]) == trees.borders[0, 0]
     np.testing.assert_allclose(trees.predict(rows), by_catboost.predict(rows),
                                rtol=0, atol=1e-12)
+
+
+def leaf_by_leaf(trees, X):
+    """The trees evaluated one split at a time: each tree's leaf is the binary number of its
+    levels' comparisons (level 0 the lowest bit), and the prediction the scaled sum of the
+    leaves, added up as ``predict`` adds them (one row of values per input row)."""
+    X = np.asarray(X, dtype=np.float32)
+    n_trees, depth = trees.features.shape
+    values = np.zeros((len(X), n_trees))
+    for r in range(len(X)):
+        for t in range(n_trees):
+            leaf = sum(2 ** level for level in range(depth)
+                       if X[r, trees.features[t, level]] > trees.borders[t, level])
+            values[r, t] = trees.leaves[t, leaf]
+    return trees.scale * values.sum(axis=1) + trees.bias
+
+
+def test_the_shipped_trees_predict_leaf_by_leaf_bit_for_bit():
+    if not _model.SHIPPED_MODEL.is_file() or not MEASUREMENTS.is_file():
+        pytest.skip("no shipped model or measurements in this checkout")
+    from sklearn_ilargi.cost.calibration._train import read_measurements, training_matrix
+
+    trees = _model._read_exported_trees(_model.SHIPPED_MODEL)[0].trees
+    X, _, _ = training_matrix(read_measurements(MEASUREMENTS))
+    rng = np.random.default_rng(0)
+    rows = np.concatenate([np.asarray(X)[rng.choice(len(X), 40, replace=False)],
+                           rng.normal(0, 30, (10, len(FEATURE_NAMES)))])
+    for n in (1, 2, 3, len(rows)):  # one to four candidates per fit, and many
+        np.testing.assert_array_equal(trees.predict(rows[:n]), leaf_by_leaf(trees, rows[:n]))
+
+
+@pytest.mark.parametrize("n_trees, depth", [(0, 3), (4, 0), (5, 1), (3, 4)])
+def test_trees_of_any_shape_predict_leaf_by_leaf(n_trees, depth):
+    rng = np.random.default_rng(n_trees + depth)
+    n_features = 7
+    trees = _model.ObliviousTrees(
+        rng.integers(0, n_features, (n_trees, depth)),
+        np.where(rng.random((n_trees, depth)) < 0.2, np.inf, rng.normal(size=(n_trees, depth))),
+        rng.normal(size=(n_trees, 2 ** depth)), scale=0.5, bias=0.25)
+    rows = rng.normal(size=(6, n_features))
+    np.testing.assert_array_equal(trees.predict(rows), leaf_by_leaf(trees, rows))
+    assert trees.predict(rows[:0]).shape == (0,)
+
+
+def test_the_candidates_rows_are_each_one_model_row():
+    from sklearn_ilargi.cost._features import (
+        candidate_features, fit_features, model_row, model_rows)
+    from sklearn_ilargi.cost._hardware import hardware_info
+
+    shared = fit_features(redundant_star(n_target=300), OperationProfile(matmul=3, gram=1),
+                          hardware_info())
+    candidates = [candidate_features(shared, backend, strategy) for backend in ("cpu", "gpu")
+                  for strategy in ("factorized", "materialized")]
+    np.testing.assert_array_equal(model_rows(shared, candidates),
+                                  [model_row(shared, c) for c in candidates])
+    assert model_rows(shared, []).shape == (0, len(FEATURE_NAMES))
+
+
+def test_the_shipped_model_prices_as_its_trees_and_the_heuristic_say():
+    """Seconds are 10 to the trees' correction plus the log of the heuristic's estimate."""
+    from sklearn_ilargi.cost._features import candidate_features, fit_features, model_row
+    from sklearn_ilargi.cost._hardware import hardware_info
+    from sklearn_ilargi.cost._heuristic import heuristic_seconds
+
+    model, why = _model._read_exported_trees(_model.SHIPPED_MODEL)
+    if model is None or not model.relative:
+        pytest.skip("no shipped model of corrections to the heuristic in this checkout")
+    for X in (redundant_star(n_target=300), redundant_star(n_target=5000, dim_columns=3)):
+        shared = fit_features(X, OperationProfile(rmatmul=2, sklearn_fit=True),
+                              hardware_info())
+        candidates = [candidate_features(shared, "cpu", s)
+                      for s in ("factorized", "materialized")]
+        expected = [10.0 ** (leaf_by_leaf(model.trees, [model_row(shared, c)])[0]
+                             + np.log10(heuristic_seconds({**shared, **c},
+                                                          model.heuristic_weights)))
+                    for c in candidates]
+        assert model.predict_seconds(shared, candidates) == expected
 
 
 # ------------------------------------------------------------- a user's model file
@@ -306,3 +383,28 @@ def test_a_kept_bandwidth_is_read_back(cache):
     path = cache / _hardware._HARDWARE_FILE
     write_hardware(path, {"machine": MACHINE, "bandwidth_gbs": 12.5})
     assert _hardware.hardware_info()["bandwidth_gbs"] == 12.5
+
+
+def test_the_cache_folder_follows_its_environment_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKLEARN_ILARGI_CACHE", str(tmp_path / "explicit"))
+    assert _hardware.cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("SKLEARN_ILARGI_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _hardware.cache_dir() == tmp_path / "xdg" / "sklearn_ilargi"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _hardware.cache_dir() == tmp_path / "home" / ".cache" / "sklearn_ilargi"
+    assert _model.user_model_path() == tmp_path / "home" / ".cache" / "sklearn_ilargi" / (
+        _model.MODEL_FILENAME)
+
+
+def test_a_model_file_rewritten_in_place_is_read_again(cache):
+    path = user_model(cache)
+    first = _model.load_cost_model()
+    assert first.source == f"catboost ({path})"
+    assert _model.load_cost_model() is first  # read once while unchanged
+    _model.save_model(tiny_catboost(seed=2), path)
+    second = _model.load_cost_model()
+    assert second is not first
+    rows = np.random.default_rng(0).random((2, len(FEATURE_NAMES)))
+    assert not np.array_equal(first.trees.predict(rows), second.trees.predict(rows))
