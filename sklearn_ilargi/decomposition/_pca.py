@@ -6,13 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.decomposition import PCA
 from sklearn.utils.sparsefuncs import mean_variance_axis
-from ..utils._sklearn_compat import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..backend import backend_of
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..utils import TrainingMatrix, is_normalized, validate_input
+from ..utils._sklearn_compat import StrOptions
 from ._pca_solvers import (
     CLOSED_FORMS,
     TRUNCATED,
@@ -212,7 +211,7 @@ class FactorizedPCA(FactorizedMixin, PCA):
         prepared = self._dispatch(X, profile, backend=backend)
         self._fit_svd_solver = solver
         if not is_normalized(prepared) and not own_covariance:
-            if solver == "randomized" and backend_of(prepared).is_sparse(prepared):
+            if solver == "randomized" and TrainingMatrix(prepared).is_sparse:
                 self._fit_truncated_over_products(to_host(prepared), solver, n_components)
                 self.backend_ = "cpu"
                 return

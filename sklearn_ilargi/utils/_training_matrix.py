@@ -102,6 +102,11 @@ class TrainingMatrix:
             self._X, self._build = self._build(), None
         return self._X
 
+    @property
+    def is_sparse(self):
+        """Whether the matrix is a sparse matrix of its backend (CSR, CSC, ...)."""
+        return self._backend.is_sparse(self.X)
+
     @staticmethod
     def _deferred(parent, build, step):
         """``parent`` after ``step`` (a tuple naming it and its arguments), with no offset,
