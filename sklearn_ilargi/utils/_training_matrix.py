@@ -11,7 +11,7 @@ solver is written once, in numpy, for every path.
 import numpy as np
 
 from .. import ops
-from ..backend import backend_of, to_numpy
+from ..backend import backend_of, get_backend, to_numpy
 from ..normalized._row_map import RowMap
 from . import _cache
 from ._validation import is_normalized, is_partitioned
@@ -114,6 +114,32 @@ class TrainingMatrix:
         out._row_norms_squared = None
         out._fingerprint = _UNKNOWN
         return out
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        """The state without what does not pickle: the backend travels by its name, and a
+        deferred matrix is built (its build is a closure)."""
+        state = dict(self.__dict__)
+        state["_X"], state["_build"] = self.X, None
+        state["_backend"] = self._backend.name
+        if state["_fingerprint"] is _UNKNOWN:  # a sentinel is another object once unpickled
+            del state["_fingerprint"]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state["_backend"] = get_backend(state["_backend"])
+        state.setdefault("_fingerprint", _UNKNOWN)
+        self.__dict__.update(state)
+
+    def _kind_of_X(self):
+        """``X`` where it is built, else the built matrix that a deferred one derives from:
+        of the same kind (a NormalizedMatrix, a sparse or a dense array), found without
+        building anything."""
+        matrix = self
+        while matrix._X is None:
+            matrix = matrix._origin[0]
+        return matrix._X
 
     # ------------------------------------------------------------------ the cache
     def _key(self):
@@ -366,15 +392,16 @@ class TrainingMatrix:
         mean = np.asarray(mean, dtype=np.float64)
         if self.offset is not None:
             mean = self.offset + mean
-        X, backend = self.X, self._backend
-        if is_normalized(X):
+        # The kind of X, without building a deferred one (a fold's rows, compacted).
+        kind, backend = self._kind_of_X(), self._backend
+        if is_normalized(kind):
             def build():
-                return ops.centered(X, mean)
-        elif backend.is_sparse(X):
-            return TrainingMatrix(X, mean)
+                return ops.centered(self.X, mean)
+        elif backend.is_sparse(kind):
+            return TrainingMatrix(self.X, mean)
         else:
             def build():
-                return X - backend.asarray(mean, dtype=self.dtype)
+                return self.X - backend.asarray(mean, dtype=self.dtype)
         # Built when first needed: a fit whose centered results all come from the cache
         # copies no source.
         return self._deferred(self, build, ("centered", mean))

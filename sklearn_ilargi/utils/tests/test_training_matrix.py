@@ -4,6 +4,8 @@ Every operation runs on a NormalizedMatrix (random scenarios), on its join as an
 as CSR, with and without a row offset, and must give the join's numbers.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -296,3 +298,47 @@ def test_compacted_selection_is_built_only_where_a_result_is_not_kept():
         assert again._X is None  # from the cache: nothing copied
         assert cache_info().hits["gram"] == 2
     clear_cache()
+
+
+def test_centered_selection_is_built_only_where_a_result_is_not_kept():
+    """Centering a compacted fold (what every candidate of a search does) copies neither
+    the fold's rows nor the centered sources where the centered results come from the
+    cache."""
+    fact = np.arange(20.0).reshape(10, 2)
+    nm = NormalizedMatrix.from_matrices([fact, np.arange(24.0).reshape(4, 6)],
+                                        [np.arange(10), np.arange(10) % 4])
+    rows = np.array([0, 3, 4, 9])
+    mean = nm.materialize()[rows].mean(axis=0)
+    D = nm.materialize()[rows] - mean
+    clear_cache()
+    with config_context(cache="memory"):
+        first = TrainingMatrix(nm[rows]).compacted().centered(mean)
+        close(first.gram(), D.T @ D)
+        fold = TrainingMatrix(nm[rows]).compacted()
+        again = fold.centered(mean)
+        close(again.gram(), D.T @ D)
+        assert fold._X is None and again._X is None  # from the cache: nothing copied
+        assert cache_info().hits["gram"] == 1
+    clear_cache()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("derived", ["none", "offset", "compacted and centered"])
+def test_pickled_matrix_gives_the_same_products(kind, derived):
+    """A TrainingMatrix survives pickling (its backend travels by name; a deferred one is
+    built first): the unpickled one gives the same products, reductions and cache key."""
+    nm = star()
+    T = nm.materialize()
+    mu = np.array([0.5, -1.0, 2.0])
+    matrix = TrainingMatrix(as_kind(nm, T, kind), mu if derived == "offset" else None)
+    if derived == "compacted and centered":
+        matrix = matrix.compact_rows(np.array([0, 2])).centered(mu)
+    copy = pickle.loads(pickle.dumps(matrix))
+    assert copy._backend is matrix._backend and copy.shape == matrix.shape
+    W, R = np.arange(6.0).reshape(3, 2), np.arange(2.0 * matrix.shape[0]).reshape(-1, 2)
+    assert_array_equal(copy.matmul(W), matrix.matmul(W))
+    assert_array_equal(copy.rmatmul(R), matrix.rmatmul(R))
+    assert_array_equal(copy.column_sums(), matrix.column_sums())
+    if derived != "offset" or kind == "csr":  # squares of dense data refuse an offset
+        assert_array_equal(copy.gram(), matrix.gram())
+    assert copy._key() == matrix._key()
