@@ -71,8 +71,8 @@ class RowMap:
     def take(self, rows):
         """The map of the target rows ``rows`` (an integer array), in that order."""
         rows = np.asarray(rows)
-        if self.indices is None:
-            indices = rows.astype(index_dtype(self.n_source), copy=False)
+        if self.indices is None:  # a copy: the caller's array stays the caller's
+            indices = rows.astype(index_dtype(self.n_source), copy=True)
             return RowMap(indices, self.n_source, has_missing=False)
         has_missing = bool((self.indices[rows] < 0).any()) if self.has_missing else False
         return RowMap(self.indices[rows], self.n_source, has_missing=has_missing)
