@@ -12,7 +12,9 @@ import numpy as np
 
 from .. import ops
 from ..backend import backend_of, get_backend, to_numpy
+from ..normalized._blocks import Block
 from ..normalized._row_map import RowMap
+from ..normalized._storage import storage_layout
 from . import _cache
 from ._validation import is_normalized, is_partitioned
 
@@ -369,6 +371,41 @@ class TrainingMatrix:
                     - outer(sums, self.offset))
         return out
 
+    def gram_with(self, E, sample_weight=None):
+        """The gram of ``[X - 1 offset^T, E]`` for dense columns ``E`` of the same rows: the
+        gram of ``X``, ``X.T @ diag(sample_weight) @ E`` and ``E``'s own, in one matrix.
+
+        A float64 NormalizedMatrix takes ``E`` as one more table of its rows, so that the
+        products with ``E`` ride along the gram's pass over the sources instead of taking
+        passes of their own (a fold's ``X.T W y`` and column sums, say); other matrices take
+        the gram and a product.
+
+        Parameters
+        ----------
+        E : ndarray of shape (n_samples, p)
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features + p, n_features + p)
+        """
+        E = np.asarray(E, dtype=np.float64)
+        self._refuse_offset("gram")
+        return self._reused("gram_with", lambda: self._gram_with(E, sample_weight),
+                            sample_weight, E)
+
+    def _gram_with(self, E, sample_weight):
+        X, n_columns = self.X, self.shape[1]
+        if is_normalized(X) and X.dtype == np.float64 and not is_partitioned(X):
+            return self._host(_with_columns(X, E).gram(self._on_device(sample_weight)))
+        out = np.empty((n_columns + E.shape[1],) * 2)
+        weighted = E if sample_weight is None else sample_weight[:, None] * E
+        out[:n_columns, :n_columns] = self.gram(sample_weight)
+        out[:n_columns, n_columns:] = self.rmatmul(weighted)
+        out[n_columns:, :n_columns] = out[:n_columns, n_columns:].T
+        out[n_columns:, n_columns:] = E.T @ weighted
+        return out
+
     def centered(self, mean):
         """``X - 1 offset^T - 1 mean^T``, centered where that keeps the digits.
 
@@ -674,6 +711,23 @@ def _compactable(X):
     """Whether ``X`` is a NormalizedMatrix held here (partitioned data keeps its rows where
     they are)."""
     return is_normalized(X) and not is_partitioned(X)
+
+
+def _with_columns(nm, E):
+    """``nm`` with the columns of ``E`` after its own: one more block, read by every row
+    through the identity (the fact table's map where it has one, which the products then
+    share)."""
+    be = nm.backend
+    identity = next((b.row_map for b in nm.blocks if b.row_map.is_identity),
+                    RowMap.identity(nm.shape[0]))
+    n_columns = nm.shape[1]
+    source = be.from_numpy(storage_layout(E.astype(nm.dtype), is_fact=True))
+    block = Block(source, identity, np.arange(n_columns, n_columns + E.shape[1]),
+                  origin=max((b.origin for b in nm.blocks), default=-1) + 1)
+    shift = None if nm.shift is None else be.xp.concatenate(
+        [nm.shift, be.xp.zeros(E.shape[1], dtype=nm.shift.dtype)])
+    return nm._like(nm.blocks + [block], shape=(nm.shape[0], n_columns + E.shape[1]),
+                    shift=shift, feature_names=None)
 
 
 def _compacted(nm):

@@ -80,6 +80,23 @@ def test_squares_are_the_joins(case):
 
 @SETTINGS
 @given(scenarios())
+def test_gram_with_columns_is_the_joins(case):
+    """``gram_with(E)`` is the gram of the join beside ``E`` (weighted or not), on every
+    kind, centered ones included (a NormalizedMatrix in its sources, CSR by its offset)."""
+    nm, T = case
+    weights, mu = operands(T)[4], operands(T)[5]
+    E = np.random.default_rng(3).standard_normal((T.shape[0], 2))
+    for kind in KINDS:
+        for matrix, joined in ((TrainingMatrix(as_kind(nm, T, kind)), T),
+                               (TrainingMatrix(as_kind(nm, T, kind)).centered(mu), T - mu)):
+            both = np.hstack([joined, E])
+            for weight in (None, weights):
+                W = np.ones(len(T)) if weight is None else weight
+                close(matrix.gram_with(E, weight), both.T @ (W[:, None] * both))
+
+
+@SETTINGS
+@given(scenarios())
 def test_centered_squares_are_the_joins(case):
     """``centered(mean)`` centers a NormalizedMatrix in its dense sources, an ndarray itself
     and CSR by its offset; their squares, and a CSR's squares with an offset, are the
@@ -139,6 +156,19 @@ def star(dtype=np.float64):
     fact = np.array([[1.0, -2.0], [3.0, 4.0], [5.0, 6.0]], dtype=dtype)
     dim = np.array([[10.0], [-30.0]], dtype=dtype)
     return NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, 1, -1]])
+
+
+def test_gram_with_columns_of_a_float32_matrix():
+    """A float32 NormalizedMatrix keeps ``E`` out of its sources (they would round it):
+    the gram and a product, in float64."""
+    nm = star(np.float32)
+    T = nm.materialize().astype(np.float64)
+    E = np.array([[1.0, 1e-9], [1.0, 2.0], [1.0, -3.0]])
+    out = TrainingMatrix(nm).gram_with(E)
+    assert out.dtype == np.float64
+    both = np.hstack([T, E])
+    assert_allclose(out, both.T @ both, rtol=1e-6)
+    assert out[-1, -1] == (E[:, 1] ** 2).sum()  # E's own gram in float64
 
 
 def test_results_are_numpy_arrays_and_reductions_float64():
