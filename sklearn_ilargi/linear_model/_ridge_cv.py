@@ -8,7 +8,8 @@ Every penalty of the grid shares the expensive work, as in scikit-learn's ``Ridg
   every penalty's leave-one-out errors and the hat matrix's diagonal follow by diagonal
   scalings.
 - ``cv=k``: the sums of each fold's held-out rows (their gram, ``X.T W y``, column sums, sum
-  of weights), taken once over the rows of the data centered by its overall mean; the training
+  of weights), taken once over the rows of the data centered by its overall mean, all from
+  one gram of those rows beside a column of ones and the targets; the training
   fold's are the totals minus them, centered by the fold's own mean with a rank-one term that
   is small where the fold's mean is near the overall one, and computed from the fold's own
   rows where it is not (the ``cv_gram_max_cancellation`` setting). One eigendecomposition per

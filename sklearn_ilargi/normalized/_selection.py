@@ -113,6 +113,7 @@ class SelectionMixin:
         self.drop_device_copy()
 
     def _select_rows(self, rows):
+        rows = np.array(rows, copy=True)  # the maps remember it (RowMap.take)
         taken = {}
         blocks = []
         for block in self.blocks:

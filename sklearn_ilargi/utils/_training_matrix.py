@@ -721,7 +721,7 @@ def _with_columns(nm, E):
     identity = next((b.row_map for b in nm.blocks if b.row_map.is_identity),
                     RowMap.identity(nm.shape[0]))
     n_columns = nm.shape[1]
-    source = be.from_numpy(storage_layout(E.astype(nm.dtype), is_fact=True))
+    source = be.from_numpy(storage_layout(E.astype(nm.dtype, copy=False), is_fact=True))
     block = Block(source, identity, np.arange(n_columns, n_columns + E.shape[1]),
                   origin=max((b.origin for b in nm.blocks), default=-1) + 1)
     shift = None if nm.shift is None else be.xp.concatenate(
