@@ -397,7 +397,7 @@ class TrainingMatrix:
     def _gram_with(self, E, sample_weight):
         X, n_columns = self.X, self.shape[1]
         if is_normalized(X) and X.dtype == np.float64 and not is_partitioned(X):
-            return self._host(_with_columns(X, E).gram(self._on_device(sample_weight)))
+            return self._host(_gram_beside(X, E, self._on_device(sample_weight)))
         out = np.empty((n_columns + E.shape[1],) * 2)
         weighted = E if sample_weight is None else sample_weight[:, None] * E
         out[:n_columns, :n_columns] = self.gram(sample_weight)
@@ -711,6 +711,27 @@ def _compactable(X):
     """Whether ``X`` is a NormalizedMatrix held here (partitioned data keeps its rows where
     they are)."""
     return is_normalized(X) and not is_partitioned(X)
+
+
+def _gram_beside(nm, E, weights):
+    """The gram of ``[nm, E]``, in one pass over the sources.
+
+    The shift that the gram cannot move into the sources (on sparse columns, see
+    ``NormalizedMatrix.with_shift_in_sources``) is corrected by its rank-one terms, as the
+    gram corrects it, but with the sums that those terms need, ``[nm, E].T W 1``, taken in
+    the same pass: from a column of ones beside ``E``.
+    """
+    nm = nm.with_shift_in_sources()
+    if nm.shift is None:
+        return _with_columns(nm, E).gram(weights)
+    xp = nm.backend.xp
+    out = _with_columns(nm.with_shift(None), np.hstack([E, np.ones((len(E), 1))])).gram(weights)
+    sums, total = out[:, -1], out[-1, -1]  # of the unshifted columns, and the weights
+    shift = xp.zeros(len(out), dtype=out.dtype)
+    shift[:nm.shape[1]] = nm.shift
+    out += (xp.multiply.outer(shift, sums) + xp.multiply.outer(sums, shift)
+            + total * xp.multiply.outer(shift, shift))
+    return out[:-1, :-1]
 
 
 def _with_columns(nm, E):

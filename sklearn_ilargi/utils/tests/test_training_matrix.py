@@ -158,6 +158,29 @@ def star(dtype=np.float64):
     return NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, 1, -1]])
 
 
+def test_gram_with_columns_corrects_the_shift_of_sparse_columns():
+    """Centered, a sparse dimension keeps its mean as a rank-one term; ``gram_with``
+    corrects it from the sums of the same pass, to the centered join's digits (offsets of
+    1e6 on the fact table's columns, which its sources take)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    fact = rng.standard_normal((n, 2)) + 1e6
+    dim = sp.random(2000, 300, density=0.01, random_state=0, format="csr")
+    nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(n), rng.integers(0, 2000, n)])
+    T = nm.materialize()
+    T = T.toarray() if sp.issparse(T) else T
+    mu = T.mean(axis=0)
+    centered = TrainingMatrix(nm).centered(mu)
+    assert centered.X.with_shift_in_sources().shift is not None  # the rank-one term is left
+    E = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    weights = rng.random(n)
+    both = np.hstack([T - mu, E])
+    for weight, W in ((None, np.ones(n)), (weights, weights)):
+        expected = both.T @ (W[:, None] * both)
+        assert_allclose(centered.gram_with(E, weight), expected, rtol=1e-9,
+                        atol=1e-12 * np.abs(expected).max())
+
+
 def test_gram_with_columns_of_a_float32_matrix():
     """A float32 NormalizedMatrix keeps ``E`` out of its sources (they would round it):
     the gram and a product, in float64."""
