@@ -8,7 +8,8 @@ Every penalty of the grid shares the expensive work, as in scikit-learn's ``Ridg
   every penalty's leave-one-out errors and the hat matrix's diagonal follow by diagonal
   scalings.
 - ``cv=k``: the sums of each fold's held-out rows (their gram, ``X.T W y``, column sums, sum
-  of weights), taken once over the rows of the data centered by its overall mean; the training
+  of weights), taken once over the rows of the data centered by its overall mean, all from
+  one gram of those rows beside a column of ones and the targets; the training
   fold's are the totals minus them, centered by the fold's own mean with a rank-one term that
   is small where the fold's mean is near the overall one, and computed from the fold's own
   rows where it is not (the ``cv_gram_max_cancellation`` setting). One eigendecomposition per
@@ -679,11 +680,15 @@ class _RowSums:
 
     @classmethod
     def over(cls, centered, targets, sample_weight):
-        weights = _unless_unit(sample_weight)
-        gram = centered.gram(weights)
-        return cls((gram + gram.T) / 2, centered.rmatmul(sample_weight[:, None] * targets),
-                   centered.column_sums(weights), sample_weight @ targets,
-                   sample_weight @ (targets * targets), float(sample_weight.sum()))
+        """The sums over the rows of ``centered``, all from one gram of ``[Z, 1, zy]``
+        (:meth:`TrainingMatrix.gram_with`): one pass over the sources."""
+        n_columns = centered.shape[1]
+        ones = np.ones((len(targets), 1))
+        full = centered.gram_with(np.hstack([ones, targets]), _unless_unit(sample_weight))
+        full = (full + full.T) / 2
+        x, one, y = slice(0, n_columns), n_columns, slice(n_columns + 1, None)
+        return cls(full[x, x], full[x, y], full[x, one], full[one, y],
+                   np.diag(full[y, y]).copy(), float(full[one, one]))
 
     def __add__(self, other):
         return _RowSums(*(getattr(self, f) + getattr(other, f) for f in _ROW_SUM_FIELDS))

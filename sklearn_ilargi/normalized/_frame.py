@@ -17,6 +17,7 @@ without column names has; scikit-learn records no feature names from those.
 import numbers
 
 import narwhals as nw
+import numpy as np
 
 
 class MatrixFrame:
@@ -64,7 +65,7 @@ class MatrixFrame:
         """``frame[rows, columns]``: names (or, without names, positions) select columns; a
         single row stays a frame of one row."""
         rows, columns = key
-        rows = [rows] if isinstance(rows, numbers.Integral) else rows
+        rows = [rows] if isinstance(rows, numbers.Integral) else _positions(rows)
         return MatrixFrame(self._native_frame[rows, columns], self._version)
 
     def iter_columns(self):
@@ -77,6 +78,19 @@ class MatrixFrame:
 
     def get_column(self, name):
         return MatrixColumn(self._native_frame[:, name], name, self._version)
+
+
+def _positions(rows):
+    """Rows given as a list of Python ints, as an integer array; other keys as they are.
+
+    scikit-learn hands narwhals the rows of a fold as such a list (``_safe_indexing`` turns
+    the splitter's array into one), for every candidate of a search and every fold.
+    ``np.fromiter`` reads it back without numpy's type discovery over every element, the
+    slow part of ``np.asarray`` on a long list.
+    """
+    if isinstance(rows, list) and rows and type(rows[0]) is int and type(rows[-1]) is int:
+        return np.fromiter(rows, dtype=np.int64, count=len(rows))
+    return rows
 
 
 class MatrixColumn:

@@ -23,12 +23,18 @@ class RowMap:
         Needed only for the identity.
     has_missing : bool, optional
         Whether ``indices`` holds a ``-1``; computed when not given.
+    taken_from : tuple of (RowMap, ndarray), optional
+        ``(map, rows)`` where this map is ``map.take(rows)``: the cache's fingerprint of the
+        map is then made of those two, whose digests the other maps of the same selection
+        share (see :mod:`sklearn_ilargi.utils._cache`).
     """
 
-    __slots__ = ("indices", "n_source", "n_target", "has_missing", "_cache")
+    __slots__ = ("indices", "n_source", "n_target", "has_missing", "taken_from", "_cache")
 
-    def __init__(self, indices, n_source, *, n_target=None, has_missing=None):
+    def __init__(self, indices, n_source, *, n_target=None, has_missing=None,
+                 taken_from=None):
         self.indices = indices
+        self.taken_from = taken_from
         self.n_source = int(n_source)
         if indices is None:
             self.n_target = self.n_source if n_target is None else int(n_target)
@@ -69,13 +75,16 @@ class RowMap:
         return self.indices >= 0
 
     def take(self, rows):
-        """The map of the target rows ``rows`` (an integer array), in that order."""
+        """The map of the target rows ``rows`` (an integer array, not changed afterwards:
+        the map remembers it, see ``taken_from``), in that order."""
         rows = np.asarray(rows)
-        if self.indices is None:
-            indices = rows.astype(index_dtype(self.n_source), copy=False)
+        if self.indices is None:  # a copy: the caller's array stays the caller's
+            indices = rows.astype(index_dtype(self.n_source), copy=True)
             return RowMap(indices, self.n_source, has_missing=False)
-        has_missing = bool((self.indices[rows] < 0).any()) if self.has_missing else False
-        return RowMap(self.indices[rows], self.n_source, has_missing=has_missing)
+        indices = self.indices[rows]
+        has_missing = bool((indices < 0).any()) if self.has_missing else False
+        return RowMap(indices, self.n_source, has_missing=has_missing,
+                      taken_from=(self, rows))
 
     def rows_between(self, start, stop):
         """The map of the target rows ``start:stop`` (a view where the map is explicit)."""
@@ -127,6 +136,7 @@ class RowMap:
     def __setstate__(self, state):
         for key, value in state.items():
             setattr(self, key, value)
+        self.taken_from = None  # the map's own indices make its fingerprint then
         self._cache = {}
 
     def __repr__(self):

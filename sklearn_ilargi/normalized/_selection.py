@@ -113,6 +113,7 @@ class SelectionMixin:
         self.drop_device_copy()
 
     def _select_rows(self, rows):
+        rows = np.array(rows, copy=True)  # the maps remember it (RowMap.take)
         taken = {}
         blocks = []
         for block in self.blocks:
@@ -198,10 +199,14 @@ def _indices(key, length, what):
             f"{what.capitalize()} index must be a slice, a boolean mask or 1-D integers, "
             f"got dtype {key.dtype} and shape {key.shape}."
         )
-    key = key.astype(np.int64)
-    if key.size and (key.min() < -length or key.max() >= length):
+    key = key.astype(np.int64, copy=False)
+    if not key.size:
+        return key
+    lowest, highest = key.min(), key.max()
+    if lowest < -length or highest >= length:
         raise IndexError(f"{what.capitalize()} index out of range for {length} {what}s.")
-    return np.where(key < 0, key + length, key)
+    # Positions from the end where some are negative; else the key itself (a fold's rows).
+    return np.where(key < 0, key + length, key) if lowest < 0 else key
 
 
 def _row_indices(key, length):

@@ -8,14 +8,15 @@ the ``cache`` setting on (:func:`~sklearn_ilargi.set_config`), a
 
 - a fingerprint of its matrix: for a NormalizedMatrix its shape, dtype and shift and, per
   block, a digest of the source, of the row map and the target columns (so that a fold's
-  rows, ``X[train]``, have a key of their own, equal for the same rows); for an ndarray or a
-  sparse matrix a digest of its values;
+  rows, ``X[train]``, have a key of their own, equal for the same rows; the maps of such a
+  selection are digested as the maps they were taken from and the rows, which they share);
+  for an ndarray or a sparse matrix a digest of its values;
 - the operation and its arguments, sample weights included, by content;
 - the settings that can change how a result is computed, and this package's version.
 
 A digest is SHA-1 over the arrays' buffers. A source (or row map) is digested once per
 process and the digest remembered for that object, by identity and while it lives (a weak
-reference): the next fits over the same sources pay only for the row maps of their rows.
+reference): the next fits over the same sources pay only for the rows they select.
 Hence the one rule of safe use: **sources must not be changed in place after a fit has cached
 results over them**; a changed source keeps its old digest and gets the old results (call
 :func:`clear_cache` after changing one).
@@ -265,7 +266,7 @@ def matrix_fingerprint(X):
         if X.device != "cpu":
             return None
         _digest_side_by_side([block.source for block in X.blocks]
-                             + [block.row_map.indices for block in X.blocks])
+                             + [a for block in X.blocks for a in _row_map_arrays(block.row_map)])
         blocks = tuple((_object_digest(block.source), _row_map_digest(block.row_map),
                         np.asarray(block.columns)) for block in X.blocks)
         return digest("normalized", X.shape, X.dtype.str, X.shift, blocks)
@@ -310,9 +311,25 @@ def _feed(hasher, part):
 
 
 def _row_map_digest(row_map):
+    """A map's fingerprint: of its indices, or, for a map taken at some rows of another
+    one (``X[rows]``), of that map and the rows: the maps of one selection then digest its
+    rows once between them, instead of their own indices each."""
     if row_map.indices is None:
         return ("identity", row_map.n_target)
+    if row_map.taken_from is not None:
+        parent, rows = row_map.taken_from
+        return ("taken", _row_map_digest(parent), _object_digest(rows))
     return ("map", row_map.n_source, _object_digest(row_map.indices))
+
+
+def _row_map_arrays(row_map):
+    """The arrays whose digests make up :func:`_row_map_digest`."""
+    if row_map.indices is None:
+        return []
+    if row_map.taken_from is not None:
+        parent, rows = row_map.taken_from
+        return _row_map_arrays(parent) + [rows]
+    return [row_map.indices]
 
 
 def _digest_side_by_side(objects):

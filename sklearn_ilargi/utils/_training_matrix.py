@@ -11,8 +11,10 @@ solver is written once, in numpy, for every path.
 import numpy as np
 
 from .. import ops
-from ..backend import backend_of, to_numpy
+from ..backend import backend_of, get_backend, to_numpy
+from ..normalized._blocks import Block
 from ..normalized._row_map import RowMap
+from ..normalized._storage import storage_layout
 from . import _cache
 from ._validation import is_normalized, is_partitioned
 
@@ -119,6 +121,32 @@ class TrainingMatrix:
         out._row_norms_squared = None
         out._fingerprint = _UNKNOWN
         return out
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        """The state without what does not pickle: the backend travels by its name, and a
+        deferred matrix is built (its build is a closure)."""
+        state = dict(self.__dict__)
+        state["_X"], state["_build"] = self.X, None
+        state["_backend"] = self._backend.name
+        if state["_fingerprint"] is _UNKNOWN:  # a sentinel is another object once unpickled
+            del state["_fingerprint"]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state["_backend"] = get_backend(state["_backend"])
+        state.setdefault("_fingerprint", _UNKNOWN)
+        self.__dict__.update(state)
+
+    def _kind_of_X(self):
+        """``X`` where it is built, else the built matrix that a deferred one derives from:
+        of the same kind (a NormalizedMatrix, a sparse or a dense array), found without
+        building anything."""
+        matrix = self
+        while matrix._X is None:
+            matrix = matrix._origin[0]
+        return matrix._X
 
     # ------------------------------------------------------------------ the cache
     def _key(self):
@@ -348,6 +376,41 @@ class TrainingMatrix:
                     - outer(sums, self.offset))
         return out
 
+    def gram_with(self, E, sample_weight=None):
+        """The gram of ``[X - 1 offset^T, E]`` for dense columns ``E`` of the same rows: the
+        gram of ``X``, ``X.T @ diag(sample_weight) @ E`` and ``E``'s own, in one matrix.
+
+        A float64 NormalizedMatrix takes ``E`` as one more table of its rows, so that the
+        products with ``E`` ride along the gram's pass over the sources instead of taking
+        passes of their own (a fold's ``X.T W y`` and column sums, say); other matrices take
+        the gram and a product.
+
+        Parameters
+        ----------
+        E : ndarray of shape (n_samples, p)
+        sample_weight : ndarray of shape (n_samples,), default=None
+
+        Returns
+        -------
+        ndarray of shape (n_features + p, n_features + p)
+        """
+        E = np.asarray(E, dtype=np.float64)
+        self._refuse_offset("gram")
+        return self._reused("gram_with", lambda: self._gram_with(E, sample_weight),
+                            sample_weight, E)
+
+    def _gram_with(self, E, sample_weight):
+        X, n_columns = self.X, self.shape[1]
+        if is_normalized(X) and X.dtype == np.float64 and not is_partitioned(X):
+            return self._host(_gram_beside(X, E, self._on_device(sample_weight)))
+        out = np.empty((n_columns + E.shape[1],) * 2)
+        weighted = E if sample_weight is None else sample_weight[:, None] * E
+        out[:n_columns, :n_columns] = self.gram(sample_weight)
+        out[:n_columns, n_columns:] = self.rmatmul(weighted)
+        out[n_columns:, :n_columns] = out[:n_columns, n_columns:].T
+        out[n_columns:, n_columns:] = E.T @ weighted
+        return out
+
     def centered(self, mean):
         """``X - 1 offset^T - 1 mean^T``, centered where that keeps the digits.
 
@@ -371,15 +434,16 @@ class TrainingMatrix:
         mean = np.asarray(mean, dtype=np.float64)
         if self.offset is not None:
             mean = self.offset + mean
-        X, backend = self.X, self._backend
-        if is_normalized(X):
+        # The kind of X, without building a deferred one (a fold's rows, compacted).
+        kind, backend = self._kind_of_X(), self._backend
+        if is_normalized(kind):
             def build():
-                return ops.centered(X, mean)
-        elif backend.is_sparse(X):
-            return TrainingMatrix(X, mean)
+                return ops.centered(self.X, mean)
+        elif backend.is_sparse(kind):
+            return TrainingMatrix(self.X, mean)
         else:
             def build():
-                return X - backend.asarray(mean, dtype=self.dtype)
+                return self.X - backend.asarray(mean, dtype=self.dtype)
         # Built when first needed: a fit whose centered results all come from the cache
         # copies no source.
         return self._deferred(self, build, ("centered", mean))
@@ -652,6 +716,44 @@ def _compactable(X):
     """Whether ``X`` is a NormalizedMatrix held here (partitioned data keeps its rows where
     they are)."""
     return is_normalized(X) and not is_partitioned(X)
+
+
+def _gram_beside(nm, E, weights):
+    """The gram of ``[nm, E]``, in one pass over the sources.
+
+    The shift that the gram cannot move into the sources (on sparse columns, see
+    ``NormalizedMatrix.with_shift_in_sources``) is corrected by its rank-one terms, as the
+    gram corrects it, but with the sums that those terms need, ``[nm, E].T W 1``, taken in
+    the same pass: from a column of ones beside ``E``.
+    """
+    nm = nm.with_shift_in_sources()
+    if nm.shift is None:
+        return _with_columns(nm, E).gram(weights)
+    xp = nm.backend.xp
+    out = _with_columns(nm.with_shift(None), np.hstack([E, np.ones((len(E), 1))])).gram(weights)
+    sums, total = out[:, -1], out[-1, -1]  # of the unshifted columns, and the weights
+    shift = xp.zeros(len(out), dtype=out.dtype)
+    shift[:nm.shape[1]] = nm.shift
+    out += (xp.multiply.outer(shift, sums) + xp.multiply.outer(sums, shift)
+            + total * xp.multiply.outer(shift, shift))
+    return out[:-1, :-1]
+
+
+def _with_columns(nm, E):
+    """``nm`` with the columns of ``E`` after its own: one more block, read by every row
+    through the identity (the fact table's map where it has one, which the products then
+    share)."""
+    be = nm.backend
+    identity = next((b.row_map for b in nm.blocks if b.row_map.is_identity),
+                    RowMap.identity(nm.shape[0]))
+    n_columns = nm.shape[1]
+    source = be.from_numpy(storage_layout(E.astype(nm.dtype, copy=False), is_fact=True))
+    block = Block(source, identity, np.arange(n_columns, n_columns + E.shape[1]),
+                  origin=max((b.origin for b in nm.blocks), default=-1) + 1)
+    shift = None if nm.shift is None else be.xp.concatenate(
+        [nm.shift, be.xp.zeros(E.shape[1], dtype=nm.shift.dtype)])
+    return nm._like(nm.blocks + [block], shape=(nm.shape[0], n_columns + E.shape[1]),
+                    shift=shift, feature_names=None)
 
 
 def _compacted(nm):

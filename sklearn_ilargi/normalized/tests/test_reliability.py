@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.compose import ColumnTransformer
 from sklearn.inspection import partial_dependence
 from sklearn.preprocessing import StandardScaler
@@ -386,3 +386,24 @@ def test_scikit_learn_indexing_of_rows_and_columns():
     close(_safe_indexing(X, [True, False, True, False], axis=1).materialize(), T[:, [0, 2]])
     with pytest.raises(TypeError, match="integer indices"):
         _safe_indexing(X, np.arange(len(T)) < 4)
+
+
+def test_scikit_learn_rows_of_a_fold_are_read_back_as_an_array():
+    """``_safe_indexing`` hands a fold's rows to the matrix as a list of Python ints (a
+    search does, for every candidate): they come back as one integer array, select the
+    rows the array selects (negative positions from the end), and a position out of range
+    is refused; the splitter's array is left as it was."""
+    from sklearn_ilargi.normalized._frame import _positions
+
+    X, T, _ = named_scenario(5)
+    rows = np.array([4, 0, -1, 2])
+    kept = rows.copy()
+    close(_safe_indexing(X, rows).materialize(), T[rows])
+    assert_array_equal(rows, kept)
+    read = _positions(rows.tolist())
+    assert isinstance(read, np.ndarray) and read.dtype == np.int64
+    assert_array_equal(read, rows)
+    for other in ([True, False], ["a"], [1.5, 2], []):
+        assert _positions(other) is other  # anything but Python ints: numpy's own reading
+    with pytest.raises(IndexError, match=f"out of range for {len(T)} rows"):
+        _safe_indexing(X, np.array([0, len(T)]))

@@ -182,6 +182,29 @@ def test_two_selections_share_an_entry_exactly_when_they_select_the_same_rows(fi
     assert hits == int(first == second)
 
 
+def test_a_selection_digests_its_rows_once_and_keeps_its_own_copy():
+    """The maps of ``X[rows]`` are fingerprinted by the maps they were taken from and the
+    rows, one array that they share; the rows are the selection's own copy, so that changing
+    the caller's array afterwards changes neither the selection nor its key."""
+    X = star()
+    rows = np.arange(N_ROWS)[::2].copy()
+    selected = X[rows]
+    taken = [b.row_map.taken_from for b in selected.blocks if b.row_map.taken_from]
+    assert taken and all(rows_of is taken[0][1] for _, rows_of in taken)
+    assert not np.shares_memory(taken[0][1], rows)
+    key = TrainingMatrix(selected)._key()
+    rows[:] = 0
+    assert TrainingMatrix(X[np.arange(N_ROWS)[::2]])._key() == key
+    assert TrainingMatrix(X[rows])._key() != key
+    with config_context(cache="memory"):
+        first = TrainingMatrix(selected).gram()
+        again = TrainingMatrix(X[np.arange(N_ROWS)[::2]]).gram()
+    assert gram_counts() == (1, 1)
+    joined = X.materialize()[::2]
+    np.testing.assert_allclose(again, joined.T @ joined, rtol=1e-12)
+    np.testing.assert_array_equal(first, again, strict=True)
+
+
 def changed(what):
     """A matrix that differs from :func:`star` in one respect."""
     if what == "source":

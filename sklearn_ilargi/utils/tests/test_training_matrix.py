@@ -4,6 +4,8 @@ Every operation runs on a NormalizedMatrix (random scenarios), on its join as an
 as CSR, with and without a row offset, and must give the join's numbers.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -78,6 +80,23 @@ def test_squares_are_the_joins(case):
 
 @SETTINGS
 @given(scenarios())
+def test_gram_with_columns_is_the_joins(case):
+    """``gram_with(E)`` is the gram of the join beside ``E`` (weighted or not), on every
+    kind, centered ones included (a NormalizedMatrix in its sources, CSR by its offset)."""
+    nm, T = case
+    weights, mu = operands(T)[4], operands(T)[5]
+    E = np.random.default_rng(3).standard_normal((T.shape[0], 2))
+    for kind in KINDS:
+        for matrix, joined in ((TrainingMatrix(as_kind(nm, T, kind)), T),
+                               (TrainingMatrix(as_kind(nm, T, kind)).centered(mu), T - mu)):
+            both = np.hstack([joined, E])
+            for weight in (None, weights):
+                W = np.ones(len(T)) if weight is None else weight
+                close(matrix.gram_with(E, weight), both.T @ (W[:, None] * both))
+
+
+@SETTINGS
+@given(scenarios())
 def test_centered_squares_are_the_joins(case):
     """``centered(mean)`` centers a NormalizedMatrix in its dense sources, an ndarray itself
     and CSR by its offset; their squares, and a CSR's squares with an offset, are the
@@ -137,6 +156,42 @@ def star(dtype=np.float64):
     fact = np.array([[1.0, -2.0], [3.0, 4.0], [5.0, 6.0]], dtype=dtype)
     dim = np.array([[10.0], [-30.0]], dtype=dtype)
     return NormalizedMatrix.from_matrices([fact, dim], [np.arange(3), [0, 1, -1]])
+
+
+def test_gram_with_columns_corrects_the_shift_of_sparse_columns():
+    """Centered, a sparse dimension keeps its mean as a rank-one term; ``gram_with``
+    corrects it from the sums of the same pass, to the centered join's digits (offsets of
+    1e6 on the fact table's columns, which its sources take)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    fact = rng.standard_normal((n, 2)) + 1e6
+    dim = sp.random(2000, 300, density=0.01, random_state=0, format="csr")
+    nm = NormalizedMatrix.from_matrices([fact, dim], [np.arange(n), rng.integers(0, 2000, n)])
+    T = nm.materialize()
+    T = T.toarray() if sp.issparse(T) else T
+    mu = T.mean(axis=0)
+    centered = TrainingMatrix(nm).centered(mu)
+    assert centered.X.with_shift_in_sources().shift is not None  # the rank-one term is left
+    E = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    weights = rng.random(n)
+    both = np.hstack([T - mu, E])
+    for weight, W in ((None, np.ones(n)), (weights, weights)):
+        expected = both.T @ (W[:, None] * both)
+        assert_allclose(centered.gram_with(E, weight), expected, rtol=1e-9,
+                        atol=1e-12 * np.abs(expected).max())
+
+
+def test_gram_with_columns_of_a_float32_matrix():
+    """A float32 NormalizedMatrix keeps ``E`` out of its sources (they would round it):
+    the gram and a product, in float64."""
+    nm = star(np.float32)
+    T = nm.materialize().astype(np.float64)
+    E = np.array([[1.0, 1e-9], [1.0, 2.0], [1.0, -3.0]])
+    out = TrainingMatrix(nm).gram_with(E)
+    assert out.dtype == np.float64
+    both = np.hstack([T, E])
+    assert_allclose(out, both.T @ both, rtol=1e-6)
+    assert out[-1, -1] == (E[:, 1] ** 2).sum()  # E's own gram in float64
 
 
 def test_results_are_numpy_arrays_and_reductions_float64():
@@ -296,3 +351,47 @@ def test_compacted_selection_is_built_only_where_a_result_is_not_kept():
         assert again._X is None  # from the cache: nothing copied
         assert cache_info().hits["gram"] == 2
     clear_cache()
+
+
+def test_centered_selection_is_built_only_where_a_result_is_not_kept():
+    """Centering a compacted fold (what every candidate of a search does) copies neither
+    the fold's rows nor the centered sources where the centered results come from the
+    cache."""
+    fact = np.arange(20.0).reshape(10, 2)
+    nm = NormalizedMatrix.from_matrices([fact, np.arange(24.0).reshape(4, 6)],
+                                        [np.arange(10), np.arange(10) % 4])
+    rows = np.array([0, 3, 4, 9])
+    mean = nm.materialize()[rows].mean(axis=0)
+    D = nm.materialize()[rows] - mean
+    clear_cache()
+    with config_context(cache="memory"):
+        first = TrainingMatrix(nm[rows]).compacted().centered(mean)
+        close(first.gram(), D.T @ D)
+        fold = TrainingMatrix(nm[rows]).compacted()
+        again = fold.centered(mean)
+        close(again.gram(), D.T @ D)
+        assert fold._X is None and again._X is None  # from the cache: nothing copied
+        assert cache_info().hits["gram"] == 1
+    clear_cache()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("derived", ["none", "offset", "compacted and centered"])
+def test_pickled_matrix_gives_the_same_products(kind, derived):
+    """A TrainingMatrix survives pickling (its backend travels by name; a deferred one is
+    built first): the unpickled one gives the same products, reductions and cache key."""
+    nm = star()
+    T = nm.materialize()
+    mu = np.array([0.5, -1.0, 2.0])
+    matrix = TrainingMatrix(as_kind(nm, T, kind), mu if derived == "offset" else None)
+    if derived == "compacted and centered":
+        matrix = matrix.compact_rows(np.array([0, 2])).centered(mu)
+    copy = pickle.loads(pickle.dumps(matrix))
+    assert copy._backend is matrix._backend and copy.shape == matrix.shape
+    W, R = np.arange(6.0).reshape(3, 2), np.arange(2.0 * matrix.shape[0]).reshape(-1, 2)
+    assert_array_equal(copy.matmul(W), matrix.matmul(W))
+    assert_array_equal(copy.rmatmul(R), matrix.rmatmul(R))
+    assert_array_equal(copy.column_sums(), matrix.column_sums())
+    if derived != "offset" or kind == "csr":  # squares of dense data refuse an offset
+        assert_array_equal(copy.gram(), matrix.gram())
+    assert copy._key() == matrix._key()
