@@ -23,6 +23,7 @@ Usage::
     python benchmarks/batch.py                       # both sections, TPC-H SF1
     python benchmarks/batch.py --tpch-scale 0.02     # a scale that fits a shared machine
     python benchmarks/batch.py --section selection --onehot-rows 20000
+    python benchmarks/batch.py --section selection --no-sklearn-join   # a shared machine
     python benchmarks/batch.py --section batch --per-family 2 --size-scale 0.3
 
 Writes ``benchmarks/results/batch.json`` (``batch_selection.json`` or ``batch_batch.json``
@@ -115,7 +116,7 @@ def ridge_cv_class():
     return FactorizedRidgeCV
 
 
-def selection_case(label, description, repeats, search_alphas):
+def selection_case(label, description, repeats, search_alphas, sklearn_join=True):
     """Time the searches of one dataset; returns its row of results.
 
     The two searches that share no work across penalties (the grid search without the
@@ -166,7 +167,7 @@ def selection_case(label, description, repeats, search_alphas):
         functions["ridge_cv"] = lambda: ridge_cv(alphas=ALPHAS, cv=FOLDS).fit(X, y)
     # The join and scikit-learn's fits hold about three copies of the joined matrix.
     needed = 3.2 * X.shape[0] * X.shape[1] * 8
-    skipped = needed > available_memory()
+    skipped = not sklearn_join or needed > available_memory()
     if skipped:
         del functions["sklearn_ridge_cv_with_join"]
     # The searches take minutes: one run each, interleaved, after no warm-up.
@@ -192,7 +193,8 @@ def selection_case(label, description, repeats, search_alphas):
             "scikit-learn's join once)")
     if skipped:
         row["note"] = (f"scikit-learn's RidgeCV left out: it needs about {needed / 2**30:.1f} "
-                       "GiB, more than the memory available")
+                       "GiB, more than the memory available" if sklearn_join else
+                       "scikit-learn's RidgeCV left out (--no-sklearn-join)")
     else:
         row["join_seconds"] = recorded["join_seconds"]
         row["ratios"]["sklearn_ridge_cv_with_join / grid_search_cached"] = (
@@ -343,6 +345,9 @@ def main():
     parser.add_argument("--search-alphas", type=int, default=None,
                         help="penalties that the searches without shared work run, the "
                              "rest extrapolated (default: all below 10^6 rows, else 2)")
+    parser.add_argument("--no-sklearn-join", dest="sklearn_join", action="store_false",
+                        help="leave out scikit-learn's RidgeCV on the join, which holds "
+                             "about three copies of the joined matrix (a shared machine)")
     parser.add_argument("--onehot-rows", type=int, default=20_000,
                         help="events of the one-hot stars")
     parser.add_argument("--per-family", type=int, default=1,
@@ -368,7 +373,7 @@ def main():
             if args.tpch_scale:
                 cases.insert(0, (f"TPC-H SF{args.tpch_scale:g}", tpch_tables(args.tpch_scale)))
             rows = [selection_case(label, description, args.selection_repeats,
-                                   args.search_alphas)
+                                   args.search_alphas, args.sklearn_join)
                     for label, description in cases]
             results["selection"] = rows
             print_selection(rows)
