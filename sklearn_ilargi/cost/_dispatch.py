@@ -67,6 +67,9 @@ class OperationProfile:
     solver : str, default=""
         The solver these counts are of (``"cholesky"``, ``"lsqr"``, ...), which
         :meth:`Decision.explain` names; "" for a fit with one way to solve.
+    solver_parameter : str, default="solver"
+        The estimator's parameter that names its solver (``"svd_solver"`` for PCA), which
+        an error that refuses the solver points to.
     alternatives : tuple of OperationProfile, default=()
         The profiles of the same fit with the other solvers it may run, in order of
         preference after this one. :func:`decide` runs the first whose memory and width
@@ -100,6 +103,7 @@ class OperationProfile:
     join_copies: int = 0
     name: str = ""
     solver: str = ""
+    solver_parameter: str = "solver"
     alternatives: tuple = ()
 
 
