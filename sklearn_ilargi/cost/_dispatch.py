@@ -452,10 +452,10 @@ def _memory_error(profile, strategy, infeasible, remedy):
     )
 
 
-def _choose(pool, scores, infeasible, strategy, backend, least):
+def _choose(pool, scores, infeasible, strategy, backend, least=None):
     """The winning candidate and a sentence saying why; ``least`` is the least demanding
     candidate whose estimated peak fits in all of the memory available, which runs where
-    every candidate is ruled out."""
+    every candidate is ruled out (given wherever some can be)."""
     forced = [f"{name}={value!r}" for name, value in (("strategy", strategy),
                                                        ("backend", backend)) if value != "auto"]
     forced_note = f" (forced: {', '.join(forced)})" if forced else ""
