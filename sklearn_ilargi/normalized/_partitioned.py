@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
-from .. import ops
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
+from ..ops._products import join_is_sparse
 from ._matrix import NormalizedMatrix
 from ._parse import check_source, result_dtype, source_name
 from ._selection import _is_single, _row_indices, _split_key
@@ -1037,6 +1037,8 @@ class PartitionedMatrix:
         Returns
         -------
         bool
+            True where the chunks of ``materialize()`` are CSR matrices, False where they
+            are dense arrays.
 
         Examples
         --------
@@ -1054,7 +1056,7 @@ class PartitionedMatrix:
         """
         if not self.is_factorized:
             return get_backend("cpu").is_sparse(self.template)
-        return bool(self.on_largest_partition(ops.join_is_sparse))
+        return bool(self.on_largest_partition(join_is_sparse))
 
     def _join_kind(self, sparse):
         """``sparse``, with ``"auto"`` decided once for every partition."""
