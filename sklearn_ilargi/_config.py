@@ -83,9 +83,13 @@ OPTIONS = {
             "joined matrix and the dense copies that the path makes of it, a dense gram with "
             "its copies, the work arrays) and rules out a path that needs more than 80% of "
             "the smaller of this limit and the memory the operating system reports available "
-            "(``MemAvailable`` on Linux); a fit whose forced strategy is ruled out raises "
-            "``InsufficientMemoryError``. None uses what the operating system reports; set "
-            "it where the process runs under a tighter limit than the machine's (a "
+            "(``MemAvailable`` on Linux): the other 20% is a margin for the estimate's error. "
+            "A fit whose forced strategy is ruled out raises ``InsufficientMemoryError``. "
+            "Under ``strategy='auto'`` the fastest path that is not ruled out runs; where all "
+            "are, the least demanding runs if its estimate fits in all of the memory "
+            "available (it is close to fitting), and the fit raises "
+            "``InsufficientMemoryError`` if not. None uses what the operating system reports; "
+            "set it where the process runs under a tighter limit than the machine's (a "
             "container's memory limit, a share of a node)."),
     "cv_gram_max_cancellation": Option(
         1e3, "float",

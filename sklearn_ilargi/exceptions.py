@@ -52,9 +52,11 @@ class InsufficientMemoryError(MemoryError):
 
     A subclass of ``MemoryError``: raised where the strategy is forced (the ``strategy``
     parameter or ``set_config(strategy=...)``) and every path it leaves needs more than the
-    memory available (see the ``memory_limit`` setting), or where a closed-form solver's
-    dense gram does not fit. The message names the estimator, the strategy or solver and the
-    bytes needed; ``strategy="auto"`` runs a path that fits instead, where there is one.
+    80% of the memory available that a fit may plan to take (see the ``memory_limit``
+    setting); under ``strategy="auto"``, where every path needs more than all of it; or
+    where a closed-form solver's dense gram does not fit. The message names the estimator,
+    the strategy or solver, and each path with the bytes it needs; ``strategy="auto"`` runs
+    a path that fits instead, where there is one.
 
     Examples
     --------

@@ -45,10 +45,12 @@ def candidates(strategy="auto", backend="auto", *, gpu=None):
 
 
 def infeasibility(candidate, peak_memory, *, host_available, device_available, mat_bytes,
-                  resident_bytes=0.0):
+                  resident_bytes=0.0, headroom=MEMORY_HEADROOM):
     """Why ``candidate`` cannot run, or ``None`` when it can.
 
-    A path may plan to take :data:`MEMORY_HEADROOM` of the memory available.
+    A path may plan to take ``headroom`` of the memory available: by default
+    :data:`MEMORY_HEADROOM`, a margin for the error of the estimates; 1 asks whether the
+    estimate fits in all of it.
 
     Parameters
     ----------
@@ -62,24 +64,28 @@ def infeasibility(candidate, peak_memory, *, host_available, device_available, m
         Bytes of the materialized matrix (built on the host even for the GPU).
     resident_bytes : float
         Bytes of the sources, already held on the host (not needed a second time there).
+    headroom : float, default=MEMORY_HEADROOM
+        The share of the memory available that the path may take.
 
     Returns
     -------
     str or None
     """
-    if candidate.strategy == "materialized" and mat_bytes > MEMORY_HEADROOM * host_available:
+    if candidate.strategy == "materialized" and mat_bytes > headroom * host_available:
         return (f"the materialized matrix needs {format_bytes(mat_bytes)}, "
-                f"{_allowance(host_available, 'available on the host')}")
-    if candidate.backend == "gpu" and peak_memory > MEMORY_HEADROOM * device_available:
+                f"{_allowance(host_available, headroom, 'available on the host')}")
+    if candidate.backend == "gpu" and peak_memory > headroom * device_available:
         return (f"the path needs {format_bytes(peak_memory)} at its peak on the GPU, "
-                f"{_allowance(device_available, 'free there')}")
+                f"{_allowance(device_available, headroom, 'free there')}")
     extra = peak_memory - resident_bytes
-    if candidate.backend == "cpu" and extra > MEMORY_HEADROOM * host_available:
+    if candidate.backend == "cpu" and extra > headroom * host_available:
         return (f"the path needs {format_bytes(extra)} more at its peak, "
-                f"{_allowance(host_available, 'available on the host')}")
+                f"{_allowance(host_available, headroom, 'available on the host')}")
     return None
 
 
-def _allowance(available, where):
-    return (f"more than the {format_bytes(MEMORY_HEADROOM * available)} it may take "
-            f"({MEMORY_HEADROOM:.0%} of the {format_bytes(available)} {where})")
+def _allowance(available, headroom, where):
+    if headroom >= 1:
+        return f"more than the {format_bytes(available)} {where}"
+    return (f"more than the {format_bytes(headroom * available)} it may take "
+            f"({headroom:.0%} of the {format_bytes(available)} {where})")

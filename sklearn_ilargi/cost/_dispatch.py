@@ -19,7 +19,7 @@ from .._config import get_config
 from ..backend import get_backend, gpu_available, to_numpy
 from ..exceptions import InsufficientMemoryError
 from ..normalized import NormalizedMatrix, PartitionedMatrix
-from ._candidates import Candidate, candidates, infeasibility
+from ._candidates import MEMORY_HEADROOM, candidates, infeasibility
 from ._features import candidate_features, fit_features
 from ._hardware import available_memory, gpu_free_memory, hardware_info
 from ._memory import peak_bytes
@@ -67,6 +67,9 @@ class OperationProfile:
     solver : str, default=""
         The solver these counts are of (``"cholesky"``, ``"lsqr"``, ...), which
         :meth:`Decision.explain` names; "" for a fit with one way to solve.
+    solver_parameter : str, default="solver"
+        The estimator's parameter that names its solver (``"svd_solver"`` for PCA), which
+        an error that refuses the solver points to.
     alternatives : tuple of OperationProfile, default=()
         The profiles of the same fit with the other solvers it may run, in order of
         preference after this one. :func:`decide` runs the first whose memory and width
@@ -100,6 +103,7 @@ class OperationProfile:
     join_copies: int = 0
     name: str = ""
     solver: str = ""
+    solver_parameter: str = "solver"
     alternatives: tuple = ()
 
 
@@ -321,9 +325,12 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     ------
     InsufficientMemoryError
         A ``MemoryError``, raised before anything is allocated: where the only solvers left
-        are closed forms whose dense gram does not fit in the memory available now, or where
-        the strategy is forced and every candidate it leaves needs more memory at its peak
-        than is available (see the ``memory_limit`` setting).
+        are closed forms whose dense gram does not fit in the memory available now; where
+        the strategy is forced and every candidate it leaves needs more than
+        ``MEMORY_HEADROOM`` (80%) of the memory available at its peak; or, under
+        ``strategy="auto"``, where every candidate needs more than all of it (see the
+        ``memory_limit`` setting). Under ``"auto"``, a candidate whose estimate lies between
+        the two (close to fitting) runs where none fits in the 80%: the least demanding.
 
     See Also
     --------
@@ -380,17 +387,29 @@ def decide(X, profile=None, *, strategy="auto", backend="auto"):
     rows = [candidate_features(shared, c.backend, c.strategy) for c in pool]
     host = available_memory()
     device = gpu_free_memory() if any(c.backend == "gpu" for c in pool) else 0
-    infeasible = {}
+    memory = {"host_available": host, "device_available": device,
+              "mat_bytes": shared["mat_bytes"], "resident_bytes": shared["fact_bytes"]}
+    # Ruled out: needs more than MEMORY_HEADROOM of the memory. Beyond all of it: cannot fit.
+    infeasible, beyond, peaks = {}, {}, {}
     for candidate, row in zip(pool, rows):
-        why = infeasibility(candidate, peak_bytes(shared, row, profile), host_available=host,
-                            device_available=device, mat_bytes=shared["mat_bytes"],
-                            resident_bytes=shared["fact_bytes"])
+        peaks[candidate] = peak_bytes(shared, row, profile)
+        why = infeasibility(candidate, peaks[candidate], **memory)
         if why:
             infeasible[candidate] = why
-    if strategy != "auto" and len(infeasible) == len(pool):
-        raise _forced_path_error(profile, strategy, infeasible)
+            beyond[candidate] = infeasibility(candidate, peaks[candidate], headroom=1.0,
+                                              **memory)
+    if len(infeasible) == len(pool):
+        if strategy != "auto":
+            raise _memory_error(profile, strategy, infeasible,
+                                "strategy='auto' runs a path that fits in memory, where there "
+                                "is one.")
+        if all(beyond.values()):
+            raise _memory_error(profile, strategy, beyond,
+                                "no path fits in the memory available (at most the "
+                                "memory_limit setting).")
     scores = {} if model is None else dict(zip(pool, model.predict_seconds(shared, rows)))
-    chosen, reason = _choose(pool, scores, infeasible, strategy, backend)
+    least = min((c for c in pool if not beyond.get(c)), key=peaks.__getitem__)
+    chosen, reason = _choose(pool, scores, infeasible, strategy, backend, least)
     if notes:
         reason += "; " + "; ".join(notes)
     decision = Decision(
@@ -422,19 +441,21 @@ def _decide_partitioned(X, profile, strategy, backend, start, solver):
                     time.perf_counter() - start, profile, **solver)
 
 
-def _forced_path_error(profile, strategy, infeasible):
-    """The error of a fit whose forced strategy leaves no path that fits in memory."""
+def _memory_error(profile, strategy, infeasible, remedy):
+    """The error of a fit that leaves no path that fits in memory: each path and why."""
     who = profile.name or "The fit"
     solver = f" (solver {profile.solver!r})" if profile.solver else ""
     reasons = "; ".join(f"{candidate}: {why}" for candidate, why in infeasible.items())
     return InsufficientMemoryError(
         f"{who} cannot run with strategy={strategy!r}{solver}: {reasons}. Nothing was "
-        "allocated; strategy='auto' runs a path that fits in memory, where there is one."
+        f"allocated; {remedy}"
     )
 
 
-def _choose(pool, scores, infeasible, strategy, backend):
-    """The winning candidate and a sentence saying why."""
+def _choose(pool, scores, infeasible, strategy, backend, least=None):
+    """The winning candidate and a sentence saying why; ``least`` is the least demanding
+    candidate whose estimated peak fits in all of the memory available, which runs where
+    every candidate is ruled out (given wherever some can be)."""
     forced = [f"{name}={value!r}" for name, value in (("strategy", strategy),
                                                        ("backend", backend)) if value != "auto"]
     forced_note = f" (forced: {', '.join(forced)})" if forced else ""
@@ -443,9 +464,9 @@ def _choose(pool, scores, infeasible, strategy, backend):
         return only, "forced by the strategy and backend parameters or set_config"
     feasible = [c for c in pool if c not in infeasible]
     if not feasible:
-        fallback = Candidate("cpu", "factorized")
-        winner = fallback if fallback in pool else min(pool, key=scores.__getitem__)
-        return winner, f"no candidate fits in memory; running the least demanding{forced_note}"
+        return least, (f"no candidate fits in {MEMORY_HEADROOM:.0%} of the memory available; "
+                       "running the least demanding, whose estimated peak fits in all of "
+                       f"it{forced_note}")
     ranked = sorted(feasible, key=scores.__getitem__)
     winner = ranked[0]
     why = f"predicted {scores[winner]:.3g} s, the fastest feasible candidate{forced_note}"

@@ -93,5 +93,6 @@ def _closed_form_error(profile, why_not):
     who = f"{profile.name} with" if profile.name else "The"
     return InsufficientMemoryError(
         f"{who} solver {profile.solver or 'closed form'!r} cannot run: {why_not}. A solver "
-        "over the products (see the estimator's solver parameter) never forms the gram."
+        f"over the products (see the {profile.solver_parameter} parameter) never forms the "
+        "gram."
     )

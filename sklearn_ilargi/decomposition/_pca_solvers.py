@@ -89,7 +89,7 @@ def pca_profile(solver, n_components, shape, *, tol, iterated_power, n_oversampl
     else:
         copies = 1
     common = dict(sklearn_fit=solver != "randomized", dense_join=solver in CLOSED_FORMS,
-                  join_copies=copies, name=name, solver=solver)
+                  join_copies=copies, name=name, solver=solver, solver_parameter="svd_solver")
     if solver in CLOSED_FORMS:
         return OperationProfile(gram=1, **common)
     # One pass for the means and one for the total variance, then the solver's own.

@@ -193,9 +193,11 @@ class FactorizedLogisticRegressionCV(FactorizedLogisticRegression):
         n_outputs = 1 if len(classes) == 2 else len(classes)
         n_fits = len(folds) * len(Cs) + int(self.refit)
         iterations = expected_iterations(self.max_iter, self.tol) * n_fits
+        # On a dense join, each fold's training rows are selected in a copy.
         profile = OperationProfile(matmul=iterations, rmatmul=iterations, width=n_outputs,
                                    iterations=iterations, max_iter=self.max_iter * n_fits,
-                                   classes=len(classes), name=type(self).__name__)
+                                   classes=len(classes), join_copies=1,
+                                   name=type(self).__name__)
         matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
         score_weight = sample_weight if weighted_scores else None
         paths, scores, n_iter = self._cross_validate(matrix, X, y, y_index, weights,

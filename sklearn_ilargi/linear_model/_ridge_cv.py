@@ -241,7 +241,7 @@ class FactorizedRidgeCV(
         name = type(self).__name__
         if self.cv is None:
             mode = _leave_one_out_mode(X.shape, name)
-            profile = _leave_one_out_profile(mode, X.shape, name)
+            profile = _leave_one_out_profile(mode, X.shape, name, self.fit_intercept)
             matrix = TrainingMatrix(self._dispatch(X, profile, backend=backend))
             coef, x_mean, y_mean = self._leave_one_out(matrix, mode, y, y2, sample_weight,
                                                        alphas, weighted)
@@ -277,15 +277,24 @@ class FactorizedRidgeCV(
     # ------------------------------------------------------------------ k folds
     def _folds_profile(self, shape, n_targets, n_folds, n_alphas):
         """The closed form (one eigendecomposition per fold) and, for wide data, conjugate
-        gradients per fold and penalty, warm-started."""
+        gradients per fold and penalty, warm-started.
+
+        On a dense join, a fold's rows are selected in a copy (at most the join's size) and,
+        with an intercept, centered in another: conjugate gradients hold both while they
+        solve a fold. The closed form holds the join centered throughout, and a training
+        fold's two copies while it takes the fold's normal equations from its own rows
+        (see :meth:`_ClosedFormFolds._direct_system`); without an intercept, only a
+        fold's selected rows.
+        """
         name = type(self).__name__
+        centered = int(bool(self.fit_intercept))
         closed = OperationProfile(gram=2, matmul=n_folds, rmatmul=2 * n_folds + 2,
-                                  width=max(n_alphas * n_targets, 1), name=name,
-                                  solver="eigen")
+                                  width=max(n_alphas * n_targets, 1),
+                                  join_copies=2 * centered + 1, name=name, solver="eigen")
         one = _profile(ITERATIVE_SOLVER, shape, n_targets, self.max_iter, self.tol, name)
         fits = n_folds * n_alphas + 1
         iterative = replace(one, matmul=fits * one.matmul + n_folds,
-                            rmatmul=fits * one.rmatmul)
+                            rmatmul=fits * one.rmatmul, join_copies=centered + 1)
         return replace(closed, alternatives=(iterative,))
 
     def _cross_validate(self, matrix, y, y2, sample_weight, alphas, folds, weighted):
@@ -392,15 +401,19 @@ def _leave_one_out_mode(shape, name):
     return mode
 
 
-def _leave_one_out_profile(mode, shape, name):
+def _leave_one_out_profile(mode, shape, name, fit_intercept):
     """The operations of leave-one-out: the gram, ``X.T @ y`` and ``Xc @ V``; or the kernel,
-    from products with the rows' transposes, and ``X.T @ c``."""
+    from products with the rows' transposes, and ``X.T @ c``.
+
+    ``Xc @ V`` (``n x c``) and the kernel (``n x n``) are the work arrays of the width
+    declared; with an intercept, a dense join is also held centered, in a copy.
+    """
     n_rows, n_columns = shape
+    common = dict(matmul=1, rmatmul=3, join_copies=int(bool(fit_intercept)), name=name,
+                  solver="eigen")
     if mode == "cov":
-        return OperationProfile(gram=1, matmul=1, rmatmul=3, width=max(n_columns, 1),
-                                name=name, solver="eigen")
-    return OperationProfile(matmul=1, rmatmul=3, width=max(n_rows, 1), name=name,
-                            solver="eigen")
+        return OperationProfile(gram=1, width=max(n_columns, 1), **common)
+    return OperationProfile(width=max(n_rows, 1), **common)
 
 
 def _alpha_chunks(n_alphas, values_per_alpha, reduced):

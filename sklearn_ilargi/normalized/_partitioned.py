@@ -22,6 +22,7 @@ import numpy as np
 
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
+from ..ops._products import join_is_sparse
 from ._matrix import NormalizedMatrix
 from ._parse import check_source, result_dtype, source_name
 from ._selection import _is_single, _row_indices, _split_key
@@ -1001,12 +1002,14 @@ class PartitionedMatrix:
         Parameters
         ----------
         sparse : "auto" or bool, default="auto"
-            As for :meth:`NormalizedMatrix.materialize`, per partition.
+            As for :meth:`NormalizedMatrix.materialize`; ``"auto"`` is decided once for
+            every partition (see :meth:`join_is_sparse`).
 
         Returns
         -------
         PartitionedMatrix
-            Whose partitions are ndarrays or CSR matrices (``repr`` says ``joined``).
+            Whose partitions are ndarrays, or CSR matrices, all of one kind (``repr`` says
+            ``joined``).
 
         Examples
         --------
@@ -1019,7 +1022,47 @@ class PartitionedMatrix:
         """
         if not self.is_factorized:
             return self
-        return self.map_partitions(_materialize, sparse)
+        return self.map_partitions(_materialize, self._join_kind(sparse))
+
+    def join_is_sparse(self):
+        """Whether ``materialize(sparse="auto")`` builds CSR: the rule of
+        :meth:`NormalizedMatrix.materialize` (some source sparse, no shift, and CSR takes
+        less than the ``csr_join_max_share`` setting of the dense bytes), on the partition
+        with the most rows, where it lives.
+
+        One decision for every partition, as the dispatcher prices a fit on that partition,
+        so that every chunk of the join is of one kind and the Dask array's ``meta`` says
+        which. Reads one partition, not all of them.
+
+        Returns
+        -------
+        bool
+            True where the chunks of ``materialize()`` are CSR matrices, False where they
+            are dense arrays.
+
+        Examples
+        --------
+        >>> import dask
+        >>> import dask.array as da
+        >>> import scipy.sparse as sp
+        >>> from sklearn_ilargi import NormalizedMatrix, config_context
+        >>> with config_context(dense_storage_max_cells=0):
+        ...     X = NormalizedMatrix.from_matrices(
+        ...         [da.ones((6, 1), chunks=3), sp.identity(500, format="csr")],
+        ...         [da.arange(6, chunks=3), da.arange(6, chunks=3)])
+        >>> with dask.config.set(scheduler="synchronous"):
+        ...     X.join_is_sparse()
+        True
+        """
+        if not self.is_factorized:
+            return get_backend("cpu").is_sparse(self.template)
+        return bool(self.on_largest_partition(join_is_sparse))
+
+    def _join_kind(self, sparse):
+        """``sparse``, with ``"auto"`` decided once for every partition."""
+        if isinstance(sparse, str) and sparse == "auto" and self.is_factorized:
+            return self.join_is_sparse()
+        return sparse
 
     def materialize(self, sparse="auto"):
         """The joined matrix as a Dask array, built partition by partition where they live.
@@ -1027,12 +1070,14 @@ class PartitionedMatrix:
         Parameters
         ----------
         sparse : "auto" or bool, default="auto"
-            As for :meth:`NormalizedMatrix.materialize`: CSR chunks where sparse.
+            As for :meth:`NormalizedMatrix.materialize`: CSR chunks where sparse;
+            ``"auto"`` is decided once for every partition (see :meth:`join_is_sparse`).
 
         Returns
         -------
         dask.array.Array of shape (n_rows, n_columns)
-            The joined rows, each block joined where its partition lives.
+            The joined rows, each block joined where its partition lives; its ``meta`` is
+            of the chunks' kind (an empty CSR matrix where they are CSR).
 
         Examples
         --------
@@ -1049,7 +1094,7 @@ class PartitionedMatrix:
                [1., 7.],
                [1., 5.]])
         """
-        return self.concatenate_partitions(_materialize, sparse)
+        return self.concatenate_partitions(_materialize, self._join_kind(sparse))
 
     def toarray(self):
         """The dense joined matrix: ``materialize(sparse=False)``.

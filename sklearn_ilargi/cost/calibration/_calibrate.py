@@ -7,9 +7,11 @@ so that a noisy neighbour slows all of them alike; the lower quartile of the rep
 (``TIME_QUANTILE``). The materialized path's time includes building ``T``, as that is what a
 user pays. A path that does not fit in memory, or would take more than ``MAX_PATH_BYTES``, is
 not timed (``strategy="auto"`` never runs the first kind, and the second would take the
-machine from under the others). Rows are appended to the measurement file after every
-scenario, so an interrupted run keeps what it measured; ``families`` (``--families``) measures
-some scenario families only, e.g. to append a new family to the shipped measurements.
+machine from under the others): the candidates are fitted under a ``memory_limit`` that
+holds no more, so that the dispatcher's own memory check refuses such a path before it
+allocates. Rows are appended to the measurement file after every scenario, so an
+interrupted run keeps what it measured; ``families`` (``--families``) measures some scenario
+families only, e.g. to append a new family to the shipped measurements.
 
 With ``verbose`` (``--verbose``, or the ``verbose`` setting) it reports its progress over the
 scenarios with an estimate of the time left: a tqdm bar where tqdm is installed, else a line
@@ -26,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._config import config_context
+from ..._config import config_context, get_config
 from ...backend import gpu_available
+from ...exceptions import InsufficientMemoryError
 from ...utils._progress import IterationProgress, _tqdm
-from .._candidates import candidates
+from .._candidates import MEMORY_HEADROOM, candidates
 from .._features import candidate_features
 from .._hardware import _machine_key, cache_dir
 from .._model import save_model, user_model_path
@@ -51,9 +54,10 @@ MAX_REPEATS = 15
 #: repeats stall (another process or BLAS thread takes the core), and a run of stalls can take
 #: the median with it; the lower quartile stays close to the undisturbed time.
 TIME_QUANTILE = 0.25
-#: The most memory (bytes) a timed path may plan to take, whatever the machine has: a dense
-#: join of a wide one-hot scenario could take tens of GiB and minutes, and tells the model
-#: nothing that the smaller ones (already many times slower than the other path) do not.
+#: The most memory (bytes) a timed path may plan to take beyond its sources, whatever the
+#: machine has: a dense join of a wide one-hot scenario could take tens of GiB and minutes,
+#: and tells the model nothing that the smaller ones (already many times slower than the
+#: other path) do not.
 MAX_PATH_BYTES = 2**29
 
 
@@ -68,25 +72,31 @@ def _timed(workload, scenario, candidate):
     return time.perf_counter() - start, decision
 
 
-def runnable_candidates(workload, scenario, pool):
-    """The candidates of ``pool`` that fit in memory for ``workload`` on ``scenario``, and
-    take at most :data:`MAX_PATH_BYTES`.
-
-    Only a scenario whose dense join could exceed the bound is checked: one fit under
-    ``strategy="auto"`` records the features and the infeasible candidates of the fit (its
-    profile is known only to the estimator), before anything is allocated for them.
-    """
-    n_rows, n_columns = scenario.X.shape
-    if n_rows * n_columns * scenario.X.dtype.itemsize <= MAX_PATH_BYTES:
-        return list(pool)
-    decision = run_workload(workload, scenario, "auto", "auto")
-    return [c for c in pool if c not in decision.infeasible
-            and candidate_features(decision.features, c.backend, c.strategy)["path_memory"]
-            <= MAX_PATH_BYTES]
+def path_memory_limit(max_path_bytes=MAX_PATH_BYTES):
+    """The ``memory_limit`` under which candidates are timed: the dispatcher refuses a path
+    that needs more than ``max_path_bytes`` beyond its sources, as it refuses one that does
+    not fit in the memory available (a fit may plan to take ``MEMORY_HEADROOM`` of its
+    limit); a tighter ``memory_limit`` setting stays."""
+    bound = max_path_bytes / MEMORY_HEADROOM
+    limit = get_config()["memory_limit"]
+    return bound if limit is None else min(limit, bound)
 
 
-def measure_case(workload, scenario, pool, repeats):
+def measure_case(workload, scenario, pool, repeats, max_path_bytes=MAX_PATH_BYTES):
     """Seconds of each candidate (``TIME_QUANTILE`` of its repeats), and the features of the fit.
+
+    Every fit runs under :func:`path_memory_limit`: a candidate whose path the dispatcher
+    estimates not to fit there raises ``InsufficientMemoryError`` before it allocates
+    anything, and is not timed (nor counted as an error).
+
+    Parameters
+    ----------
+    workload : Workload
+    scenario : Scenario
+    pool : list of Candidate
+    repeats : int
+    max_path_bytes : float, default=MAX_PATH_BYTES
+        The most memory a timed path may plan to take beyond its sources.
 
     Returns
     -------
@@ -97,22 +107,26 @@ def measure_case(workload, scenario, pool, repeats):
     """
     times = {c: [] for c in pool}
     shared, errors = None, []
-    for round_ in range(MAX_REPEATS + 1):
-        for candidate in list(times):
-            try:
-                seconds, decision = _timed(workload, scenario, candidate)
-            except Exception as exc:  # one failing path must not end the calibration
-                errors.append(f"{workload.name} {candidate} on {scenario.id}: {exc!r}")
-                del times[candidate]
-                continue
-            shared = decision.features or shared
-            if round_ > 0:
-                times[candidate].append(seconds)
-            if round_ == 0 and seconds > LONG_FIT_SECONDS:
-                repeats = min(repeats, 1)
-        timed_enough = all(sum(t) >= MIN_TIMED_SECONDS for t in times.values())
-        if round_ >= repeats and (timed_enough or repeats == 1):
-            break
+    with config_context(memory_limit=path_memory_limit(max_path_bytes)):
+        for round_ in range(MAX_REPEATS + 1):
+            for candidate in list(times):
+                try:
+                    seconds, decision = _timed(workload, scenario, candidate)
+                except InsufficientMemoryError:  # refused before it allocated: not timed
+                    del times[candidate]
+                    continue
+                except Exception as exc:  # one failing path must not end the calibration
+                    errors.append(f"{workload.name} {candidate} on {scenario.id}: {exc!r}")
+                    del times[candidate]
+                    continue
+                shared = decision.features or shared
+                if round_ > 0:
+                    times[candidate].append(seconds)
+                if round_ == 0 and seconds > LONG_FIT_SECONDS:
+                    repeats = min(repeats, 1)
+            timed_enough = all(sum(t) >= MIN_TIMED_SECONDS for t in times.values())
+            if round_ >= repeats and (timed_enough or repeats == 1):
+                break
     rows = []
     for candidate, values in times.items():
         if not values or shared is None:
@@ -220,8 +234,7 @@ def calibrate(*, quick=False, output=None, model_path=None, per_family=None, rep
             gc.collect()  # once per scenario: a full collection takes longer than small fits
             rows = []
             for workload in WORKLOADS:
-                runnable = runnable_candidates(workload, scenario, pool)
-                case_rows, case_errors = measure_case(workload, scenario, runnable, repeats)
+                case_rows, case_errors = measure_case(workload, scenario, pool, repeats)
                 rows += case_rows
                 errors += case_errors
             if rows:

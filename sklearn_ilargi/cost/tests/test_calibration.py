@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sklearn_ilargi import config_context
+from sklearn_ilargi import NormalizedMatrix, config_context
 from sklearn_ilargi.cost import OperationProfile, decide
 from sklearn_ilargi.cost.calibration import _calibrate
 from sklearn_ilargi.cost.calibration._calibrate import MAX_PATH_BYTES, calibrate, main
@@ -18,6 +18,7 @@ from sklearn_ilargi.cost.calibration._scenarios import (
 from sklearn_ilargi.cost.calibration._workloads import WORKLOADS
 from sklearn_ilargi.cost._features import candidate_features
 from sklearn_ilargi.cost._heuristic import TERMS, heuristic_seconds
+from sklearn_ilargi.cost._memory import peak_bytes
 from sklearn_ilargi.cost._model import load_cost_model
 from sklearn_ilargi.cost.calibration._train import fit_heuristic_weights, read_measurements
 from sklearn_ilargi.tests._scenarios import sources_as_given
@@ -111,30 +112,65 @@ def test_the_command_line_passes_the_families(monkeypatch, tmp_path):
         main(["--families", "nope"])
 
 
+def timed_paths(workload, scenario, **bound):
+    """The candidates that :func:`measure_case` times (once), and its errors."""
+    rows, errors = _calibrate.measure_case(workload, scenario, _calibrate.candidates(gpu=False),
+                                           repeats=1, **bound)
+    return [f"{row['backend']}/{row['strategy']}" for row in rows], errors
+
+
+def materialized_needs(decision):
+    """What the materialized path needs beyond its sources, as the dispatcher estimates it:
+    without the dense copies of the join that the fit declares, and with them."""
+    shared = decision.features
+    row = candidate_features(shared, "cpu", "materialized")
+    resident = shared["fact_bytes"]
+    return row["path_memory"] - resident, peak_bytes(shared, row, decision.profile) - resident
+
+
 def test_paths_beyond_the_memory_bound_are_not_timed():
     """On 1,000 events over 70,000 one-hot ids the dense join would take more than
     MAX_PATH_BYTES, but PCA's randomized solver and K-means keep the CSR join: both paths
     are timed. Where the memory available (the memory_limit setting) cannot hold the
-    materialized path's peak, only the factorized one is."""
+    materialized path's peak, only the factorized one is, and the refusal is no error."""
     from sklearn_ilargi.datasets import make_onehot_star
 
     X, y, y_classes = make_onehot_star(1_000, (70_000, 1_000), n_categories=(),
                                        return_X_y=True, random_state=0)
     assert X.shape[0] * X.shape[1] * 8 > MAX_PATH_BYTES
     scenario = Scenario("wide", "onehot", X, y, y_classes)
-    pool = _calibrate.candidates(gpu=False)
     by_name = {w.name: w for w in WORKLOADS}
     for name in ("FactorizedPCA", "FactorizedKMeans"):
-        assert _calibrate.runnable_candidates(by_name[name], scenario, pool) == pool
+        assert timed_paths(by_name[name], scenario) == (["cpu/factorized", "cpu/materialized"],
+                                                        [])
     features = _calibrate.run_workload(by_name["FactorizedPCA"], scenario, "auto").features
     extra = [candidate_features(features, "cpu", strategy)["path_memory"]
              - features["fact_bytes"] for strategy in ("factorized", "materialized")]
     # A fit may take 80% of the limit: between the two paths' needs beyond the sources.
     with config_context(memory_limit=sum(extra) / 2 / 0.8):
-        pca = _calibrate.runnable_candidates(by_name["FactorizedPCA"], scenario, pool)
-    assert [str(c) for c in pca] == ["cpu/factorized"]
-    small = make_calibration_scenario("pkfk", 0, 0.02)
-    assert _calibrate.runnable_candidates(by_name["FactorizedPCA"], small, pool) == pool
+        assert timed_paths(by_name["FactorizedPCA"], scenario) == (["cpu/factorized"], [])
+
+
+def test_the_bound_on_a_timed_path_counts_the_copies_of_the_join():
+    """K-means copies a dense join once on the materialized path: the bound on what a timed
+    path may take is checked on the dispatcher's estimate of its peak, copies included. A
+    bound between the needs without and with the copy (above the path's memory feature,
+    sources included) leaves only the factorized path."""
+    rng = np.random.default_rng(0)
+    X = NormalizedMatrix.from_matrices(
+        [rng.standard_normal((8000, 20)), rng.standard_normal((200, 40))],
+        [np.arange(8000), rng.integers(0, 200, 8000)])
+    y = rng.standard_normal(8000)
+    scenario = Scenario("dense", "star", X, y, (y > 0).astype(int))
+    kmeans = next(w for w in WORKLOADS if w.name == "FactorizedKMeans")
+    decision = _calibrate.run_workload(kmeans, scenario, "factorized")
+    assert decision.features["mat_sparse"] == 0.0 and decision.profile.join_copies == 1
+    without_copy, with_copy = materialized_needs(decision)
+    bound = (without_copy + with_copy) / 2
+    assert candidate_features(decision.features, "cpu", "materialized")["path_memory"] < bound
+    assert timed_paths(kmeans, scenario, max_path_bytes=with_copy * 1.01) == (
+        ["cpu/factorized", "cpu/materialized"], [])
+    assert timed_paths(kmeans, scenario, max_path_bytes=bound) == (["cpu/factorized"], [])
 
 
 def test_heuristic_weights_fit_the_measurements():

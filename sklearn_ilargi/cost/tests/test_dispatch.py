@@ -360,6 +360,58 @@ def test_the_dense_copies_of_the_join_count_in_the_memory_check():
         assert decide(nm, copying, strategy="factorized").strategy == "factorized"
 
 
+def extra_needs(nm, profile):
+    """What each CPU path needs at its peak beyond the sources, as the memory check
+    estimates it."""
+    shared = fit_features(nm, profile, hardware_info())
+    return {strategy: peak_bytes(shared, candidate_features(shared, "cpu", strategy), profile)
+            - shared["fact_bytes"] for strategy in ("factorized", "materialized")}
+
+
+def test_auto_runs_the_least_demanding_path_where_it_is_close_to_fitting():
+    """No path fits in the 80% of the memory that a fit may plan to take, but the
+    factorized one, the least demanding, fits in all of it: auto runs it, and says so."""
+    nm = redundant_star()
+    needs = extra_needs(nm, PROFILE)
+    assert needs["factorized"] < needs["materialized"]
+    with config_context(cost_model="heuristic", memory_limit=needs["factorized"] / 0.9):
+        decision = decide(nm, PROFILE, backend="cpu")
+    assert (decision.backend, decision.strategy) == ("cpu", "factorized")
+    assert set(decision.infeasible) == {Candidate("cpu", "factorized"),
+                                        Candidate("cpu", "materialized")}
+    assert decision.reason.startswith("no candidate fits in 80% of the memory available; "
+                                      "running the least demanding, whose estimated peak "
+                                      "fits in all of it")
+    assert "infeasible: the path needs" in decision.explain()
+
+
+def test_auto_raises_where_no_path_fits_in_all_of_the_memory():
+    """Where even the least demanding path needs more than all of the memory available,
+    auto raises before anything is allocated, as a forced strategy does, naming the fit and
+    each path with the bytes it needs."""
+    nm = redundant_star()
+    needs = extra_needs(nm, PROFILE)
+    with config_context(cost_model="heuristic", memory_limit=needs["factorized"] / 1.1):
+        with pytest.raises(InsufficientMemoryError, match=(
+                r"^test cannot run with strategy='auto': cpu/factorized: the path needs "
+                r"[\d.]+ KiB more at its peak, more than the [\d.]+ KiB available on the host; "
+                r"cpu/materialized: the materialized matrix needs [\d.]+ KiB, more than the "
+                r"[\d.]+ KiB available on the host\. Nothing was allocated; no path fits in "
+                r"the memory available \(at most the memory_limit setting\)\.$")):
+            decide(nm, PROFILE, backend="cpu")
+
+
+def test_an_estimator_under_auto_raises_where_nothing_fits():
+    from sklearn_ilargi import FactorizedKMeans
+
+    nm = redundant_star()
+    model = FactorizedKMeans(n_clusters=3, n_init=1, random_state=0)
+    with config_context(memory_limit=2**10), pytest.raises(
+            InsufficientMemoryError, match=r"^FactorizedKMeans cannot run with strategy='auto'"):
+        model.fit(nm)
+    assert not hasattr(model, "cluster_centers_")
+
+
 def test_a_csr_join_is_never_copied_dense():
     rng = np.random.default_rng(0)
     with config_context(dense_storage_max_cells=0):

@@ -171,6 +171,14 @@ def test_infeasibility():
     fact = Candidate("cpu", "factorized")
     assert infeasibility(fact, 1e9, host_available=0.5e9, device_available=0, mat_bytes=1,
                          resident_bytes=0.9e9) is None
+    # 90% of the memory: beyond the 80% a path may plan to take, within all of it.
+    why = infeasibility(fact, 0.9e9, host_available=1e9, device_available=0, mat_bytes=1)
+    assert "it may take (80% of the" in why
+    assert infeasibility(fact, 0.9e9, host_available=1e9, device_available=0, mat_bytes=1,
+                         headroom=1.0) is None
+    why = infeasibility(fact, 1.1e9, host_available=1e9, device_available=0, mat_bytes=1,
+                        headroom=1.0)
+    assert why.endswith("more than the 953.67 MiB available on the host")
 
 
 def test_the_gram_of_sparse_identity_blocks_counts_their_stored_values():

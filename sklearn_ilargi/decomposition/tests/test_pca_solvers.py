@@ -78,8 +78,10 @@ def test_a_covariance_that_does_not_fit_in_memory_is_refused(star):
     with config_context(memory_limit=2**20):
         for solver in ("full", "covariance_eigh", "auto"):  # auto: all components, so full
             with pytest.raises(MemoryError, match="FactorizedPCA with solver '(full|covariance"
-                                                  "_eigh)' cannot run: its dense"):
+                                                  "_eigh)' cannot run: its dense") as error:
                 FactorizedPCA(svd_solver=solver, strategy="factorized").fit(X)
+            # PCA names its solver svd_solver: the message points to that parameter
+            assert "(see the svd_solver parameter)" in str(error.value)
         fitted = FactorizedPCA(2, svd_solver="arpack", strategy="factorized").fit(X)
     assert fitted.n_components_ == 2
 

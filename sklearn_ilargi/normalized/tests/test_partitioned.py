@@ -234,6 +234,36 @@ def test_materialize(synchronous):
     with pytest.warns(MaterializationWarning, match="PartitionedMatrix"):
         assert_allclose(np.asarray(X), T)
 
+def test_materialize_keeps_a_sparse_join_csr_and_says_so(synchronous):
+    """On a wide one-hot dimension reached by a left join, ``materialize()`` (``"auto"``)
+    builds CSR chunks, decided once for every partition, and the Dask array's meta is an
+    empty CSR matrix; the joined partitions are CSR too. A dense join keeps a dense meta."""
+    rng = np.random.default_rng(0)
+    n, n_ids = sum(CHUNKS), 300
+    fact = rng.standard_normal((n, 2)) + 1e6
+    onehot = sp.identity(n_ids, format="csr")
+    keys = rng.integers(-1, n_ids, n)
+    with sources_as_given():
+        reference = NormalizedMatrix.from_matrices([fact, onehot], [np.arange(n), keys])
+        X = NormalizedMatrix.from_matrices(
+            [da.from_array(fact, chunks=(CHUNKS, 2)), onehot],
+            [da.arange(n, chunks=(CHUNKS,)), da.from_array(keys, chunks=11)])
+    assert sp.issparse(reference.materialize()) and X.join_is_sparse()
+    joined = X.materialize()
+    assert sp.issparse(joined._meta) and joined._meta.format == "csr"
+    assert joined.shape == (n, n_ids + 2) and joined._meta.dtype == np.float64
+    assert all(sp.issparse(block.compute()) for block in joined.blocks)
+    computed = joined.compute()
+    assert sp.issparse(computed)
+    assert_allclose(computed.toarray(), reference.materialize(sparse=False))
+    parts = X.materialize_partitions()
+    assert sp.issparse(parts.template) and parts.join_is_sparse()
+    assert all(sp.issparse(part) for part in dask.compute(*parts.partitions))
+    _, dense = star()
+    assert not dense.join_is_sparse()
+    assert isinstance(dense.materialize()._meta, np.ndarray)
+
+
 def test_joined_partitions(synchronous):
     """The materialized path: every partition joined where it lives, never collected."""
     reference, X = star()
