@@ -9,7 +9,7 @@ Every penalty of the grid shares the expensive work, as in scikit-learn's ``Ridg
   scalings.
 - ``cv=k``: the sums of each fold's held-out rows (their gram, ``X.T W y``, column sums, sum
   of weights), taken once over the rows of the data centered by its overall mean, all from
-  one gram of those rows beside a column of ones and the targets; the training
+  one gram of those rows beside the targets and a column of ones; the training
   fold's are the totals minus them, centered by the fold's own mean with a rank-one term that
   is small where the fold's mean is near the overall one, and computed from the fold's own
   rows where it is not (the ``cv_gram_max_cancellation`` setting). One eigendecomposition per
@@ -693,13 +693,12 @@ class _RowSums:
 
     @classmethod
     def over(cls, centered, targets, sample_weight):
-        """The sums over the rows of ``centered``, all from one gram of ``[Z, 1, zy]``
+        """The sums over the rows of ``centered``, all from one gram of ``[Z, zy, 1]``
         (:meth:`TrainingMatrix.gram_with`): one pass over the sources."""
         n_columns = centered.shape[1]
-        ones = np.ones((len(targets), 1))
-        full = centered.gram_with(np.hstack([ones, targets]), _unless_unit(sample_weight))
+        full = centered.gram_with(targets, _unless_unit(sample_weight))
         full = (full + full.T) / 2
-        x, one, y = slice(0, n_columns), n_columns, slice(n_columns + 1, None)
+        x, y, one = slice(0, n_columns), slice(n_columns, -1), -1
         return cls(full[x, x], full[x, y], full[x, one], full[one, y],
                    np.diag(full[y, y]).copy(), float(full[one, one]))
 

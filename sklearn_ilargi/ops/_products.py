@@ -498,12 +498,16 @@ def _slices(be, n_rows, n_columns):
 
     A slice holds about ``gathered_values_per_slice`` values (a setting) of ``n_columns``
     columns, which bounds its scratch memory. A target of at least ``parallel_slice_rows``
-    rows (a setting) is cut into at least one slice per thread, so that every core works.
+    rows (a setting) is cut into a multiple of the threads of slices of equal size, so that
+    every core works, and as long as the others (three slices on two threads would leave
+    one core idle for a third of the time).
     """
     config = get_config()
     step = max(1, config["gathered_values_per_slice"] // max(n_columns, 1))
     if n_rows >= config["parallel_slice_rows"]:
-        step = min(step, -(-n_rows // be.threads()))
+        threads = be.threads()
+        n_slices = -(-(-(-n_rows // step)) // threads) * threads
+        step = -(-n_rows // n_slices)
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 

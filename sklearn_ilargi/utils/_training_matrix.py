@@ -377,11 +377,13 @@ class TrainingMatrix:
         return out
 
     def gram_with(self, E, sample_weight=None):
-        """The gram of ``[X - 1 offset^T, E]`` for dense columns ``E`` of the same rows: the
-        gram of ``X``, ``X.T @ diag(sample_weight) @ E`` and ``E``'s own, in one matrix.
+        """The gram of ``[X - 1 offset^T, E, 1]`` for dense columns ``E`` of the same rows and
+        a column of ones: the gram of ``X``, ``X.T @ diag(sample_weight) @ E`` and ``E``'s
+        own, and in the last row and column the (weighted) sums of every column and of the
+        weights.
 
-        A float64 NormalizedMatrix takes ``E`` as one more table of its rows, so that the
-        products with ``E`` ride along the gram's pass over the sources instead of taking
+        A float64 NormalizedMatrix takes ``[E, 1]`` as one more table of its rows, so that
+        these products and sums ride along the gram's pass over the sources instead of taking
         passes of their own (a fold's ``X.T W y`` and column sums, say); other matrices take
         the gram and a product.
 
@@ -392,23 +394,24 @@ class TrainingMatrix:
 
         Returns
         -------
-        ndarray of shape (n_features + p, n_features + p)
+        ndarray of shape (n_features + p + 1, n_features + p + 1)
         """
-        E = np.asarray(E, dtype=np.float64)
+        beside = np.empty((self.shape[0], np.shape(E)[1] + 1))
+        beside[:, :-1], beside[:, -1] = E, 1.0
         self._refuse_offset("gram")
-        return self._reused("gram_with", lambda: self._gram_with(E, sample_weight),
-                            sample_weight, E)
+        return self._reused("gram_with", lambda: self._gram_with(beside, sample_weight),
+                            sample_weight, beside)
 
-    def _gram_with(self, E, sample_weight):
+    def _gram_with(self, beside, sample_weight):
         X, n_columns = self.X, self.shape[1]
         if is_normalized(X) and X.dtype == np.float64 and not is_partitioned(X):
-            return self._host(_gram_beside(X, E, self._on_device(sample_weight)))
-        out = np.empty((n_columns + E.shape[1],) * 2)
-        weighted = E if sample_weight is None else sample_weight[:, None] * E
+            return self._host(_gram_beside(X, beside, self._on_device(sample_weight)))
+        out = np.empty((n_columns + beside.shape[1],) * 2)
+        weighted = beside if sample_weight is None else sample_weight[:, None] * beside
         out[:n_columns, :n_columns] = self.gram(sample_weight)
         out[:n_columns, n_columns:] = self.rmatmul(weighted)
         out[n_columns:, :n_columns] = out[:n_columns, n_columns:].T
-        out[n_columns:, n_columns:] = E.T @ weighted
+        out[n_columns:, n_columns:] = beside.T @ weighted
         return out
 
     def centered(self, mean):
@@ -718,25 +721,25 @@ def _compactable(X):
     return is_normalized(X) and not is_partitioned(X)
 
 
-def _gram_beside(nm, E, weights):
-    """The gram of ``[nm, E]``, in one pass over the sources.
+def _gram_beside(nm, beside, weights):
+    """The gram of ``[nm, beside]``, whose last column is ones, in one pass over the sources.
 
     The shift that the gram cannot move into the sources (on sparse columns, see
     ``NormalizedMatrix.with_shift_in_sources``) is corrected by its rank-one terms, as the
-    gram corrects it, but with the sums that those terms need, ``[nm, E].T W 1``, taken in
-    the same pass: from a column of ones beside ``E``.
+    gram corrects it, but with the sums that those terms need from the same pass: the column
+    of ones.
     """
     nm = nm.with_shift_in_sources()
     if nm.shift is None:
-        return _with_columns(nm, E).gram(weights)
+        return _with_columns(nm, beside).gram(weights)
     xp = nm.backend.xp
-    out = _with_columns(nm.with_shift(None), np.hstack([E, np.ones((len(E), 1))])).gram(weights)
+    out = _with_columns(nm.with_shift(None), beside).gram(weights)
     sums, total = out[:, -1], out[-1, -1]  # of the unshifted columns, and the weights
     shift = xp.zeros(len(out), dtype=out.dtype)
     shift[:nm.shape[1]] = nm.shift
     out += (xp.multiply.outer(shift, sums) + xp.multiply.outer(sums, shift)
             + total * xp.multiply.outer(shift, shift))
-    return out[:-1, :-1]
+    return out
 
 
 def _with_columns(nm, E):

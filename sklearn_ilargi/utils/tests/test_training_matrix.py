@@ -81,15 +81,16 @@ def test_squares_are_the_joins(case):
 @SETTINGS
 @given(scenarios())
 def test_gram_with_columns_is_the_joins(case):
-    """``gram_with(E)`` is the gram of the join beside ``E`` (weighted or not), on every
-    kind, centered ones included (a NormalizedMatrix in its sources, CSR by its offset)."""
+    """``gram_with(E)`` is the gram of the join beside ``E`` and a column of ones (weighted
+    or not), on every kind, centered ones included (a NormalizedMatrix in its sources, CSR by
+    its offset)."""
     nm, T = case
     weights, mu = operands(T)[4], operands(T)[5]
     E = np.random.default_rng(3).standard_normal((T.shape[0], 2))
     for kind in KINDS:
         for matrix, joined in ((TrainingMatrix(as_kind(nm, T, kind)), T),
                                (TrainingMatrix(as_kind(nm, T, kind)).centered(mu), T - mu)):
-            both = np.hstack([joined, E])
+            both = np.hstack([joined, E, np.ones((len(T), 1))])
             for weight in (None, weights):
                 W = np.ones(len(T)) if weight is None else weight
                 close(matrix.gram_with(E, weight), both.T @ (W[:, None] * both))
@@ -172,9 +173,9 @@ def test_gram_with_columns_corrects_the_shift_of_sparse_columns():
     mu = T.mean(axis=0)
     centered = TrainingMatrix(nm).centered(mu)
     assert centered.X.with_shift_in_sources().shift is not None  # the rank-one term is left
-    E = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    E = rng.standard_normal((n, 2))
     weights = rng.random(n)
-    both = np.hstack([T - mu, E])
+    both = np.hstack([T - mu, E, np.ones((n, 1))])
     for weight, W in ((None, np.ones(n)), (weights, weights)):
         expected = both.T @ (W[:, None] * both)
         assert_allclose(centered.gram_with(E, weight), expected, rtol=1e-9,
@@ -186,12 +187,12 @@ def test_gram_with_columns_of_a_float32_matrix():
     the gram and a product, in float64."""
     nm = star(np.float32)
     T = nm.materialize().astype(np.float64)
-    E = np.array([[1.0, 1e-9], [1.0, 2.0], [1.0, -3.0]])
+    E = np.array([[1e-9], [2.0], [-3.0]])
     out = TrainingMatrix(nm).gram_with(E)
     assert out.dtype == np.float64
-    both = np.hstack([T, E])
+    both = np.hstack([T, E, np.ones((3, 1))])
     assert_allclose(out, both.T @ both, rtol=1e-6)
-    assert out[-1, -1] == (E[:, 1] ** 2).sum()  # E's own gram in float64
+    assert out[-2, -2] == (E[:, 0] ** 2).sum()  # E's own gram in float64
 
 
 def test_results_are_numpy_arrays_and_reductions_float64():
