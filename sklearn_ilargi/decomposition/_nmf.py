@@ -4,6 +4,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -395,14 +396,17 @@ def _initialize(matrix, n_components, init, random_state):
 
 
 def _leading_singular_triplets(matrix, k):
-    """The top ``k`` singular triplets of ``X``: from the eigenvectors of its gram, or, where
+    """The top ``k`` singular triplets of ``X``: from the top ``k`` eigenvectors of its gram
+    (LAPACK's ``syevr`` on that subset; a full decomposition costs ``c^3`` FLOPs), or, where
     ``X`` is wider than the ``closed_form_max_columns`` setting (the dense gram of a one-hot
-    ``X`` takes ``8 c^2`` bytes, its eigendecomposition ``c^3`` FLOPs), from ARPACK's
-    ``svds`` over the products ``X @ v`` and ``X.T @ u``."""
+    ``X`` takes ``8 c^2`` bytes), from ARPACK's ``svds`` over the products ``X @ v`` and
+    ``X.T @ u``."""
     if matrix.shape[1] > get_config()["closed_form_max_columns"] and k < min(matrix.shape):
         return _truncated_triplets(matrix, k)
-    values, vectors = np.linalg.eigh(matrix.gram())
-    order = np.argsort(values)[::-1][:k]
+    n_columns = matrix.shape[1]
+    values, vectors = scipy.linalg.eigh(matrix.gram(), subset_by_index=(n_columns - k,
+                                                                        n_columns - 1))
+    order = np.argsort(values)[::-1]
     S = np.sqrt(np.maximum(values[order], 0.0))
     V = vectors[:, order].T
     projected = _xht(matrix, V).astype(np.float64)
