@@ -11,6 +11,7 @@ before allocating) is recorded as skipped, with the reason, and the ratio is ove
 that ran.
 
     python benchmarks/auto_wide.py [--repeats 3] [--full] [--scale 1] [--out benchmarks/results]
+    python benchmarks/auto_wide.py --scale 0.5 --estimators KMeans NMF StandardScaler
 """
 
 import warnings
@@ -50,14 +51,15 @@ STRATEGIES = ("factorized", "materialized", "auto")
 FULL_SHAPES = [(250_000, (50_000, 20_000), (20,), 0)]
 
 
-def measure(shape, repeats, scale=1.0):
+def measure(shape, repeats, scale=1.0, estimators=tuple(ESTIMATORS)):
     n_rows, n_ids, n_categories, n_numeric = shape
     n_rows, n_ids = int(n_rows * scale), tuple(int(n * scale) for n in n_ids)
     X, y, y_class = make_onehot_star(n_rows, n_ids, n_categories=n_categories,
                                      n_numeric=n_numeric, offset=10.0, random_state=0,
                                      return_X_y=True)
     result = {"shape": list(X.shape), "params": list(shape), "estimators": {}}
-    for name, (make, target) in ESTIMATORS.items():
+    for name in estimators:
+        make, target = ESTIMATORS[name]
         target = {"regression": y, "classes": y_class}.get(target)
 
         fitted = {}
@@ -119,17 +121,19 @@ def main():
                         help="add the 250,000-row star of 70,000 one-hot columns")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiplies the events and ids of every star")
+    parser.add_argument("--estimators", nargs="+", choices=list(ESTIMATORS),
+                        default=list(ESTIMATORS), help="the estimators to fit (default: all)")
     args = parser.parse_args()
     info = machine()
     print(f"# auto on wide one-hot stars: {info['cores']} cores, BLAS {info['blas']}, "
           f"median of {args.repeats}")
-    results = [measure(shape, args.repeats, args.scale)
+    results = [measure(shape, args.repeats, args.scale, args.estimators)
                for shape in SHAPES + (FULL_SHAPES if args.full else [])]
     print()
     print(markdown(results))
     write_results(args.out, "auto_wide.json",
                   {"machine": info, "repeats": args.repeats, "scale": args.scale,
-                   "results": results})
+                   "estimators": args.estimators, "results": results})
 
 
 if __name__ == "__main__":
