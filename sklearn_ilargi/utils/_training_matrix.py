@@ -259,6 +259,78 @@ class TrainingMatrix:
                                                              bias_here)
         return to_numpy(columns), self._host(smallest) if values else None
 
+    #: Whether :meth:`two_smallest_of_product` over some rows costs about their share of
+    #: the whole product (K-means' bounds label again only the samples whose bounds fail).
+    reduces_row_subsets = True
+
+    def two_smallest_of_product(self, W, bias, rows=None):
+        """For each row of ``(X - 1 offset^T) @ W + bias`` (or of the rows ``rows``): the
+        column of its smallest entry, that entry and the second smallest.
+
+        A slice of the rows at a time, as :meth:`argmin_of_product`; only the rows ``rows``
+        are multiplied (see :func:`sklearn_ilargi.ops.two_smallest_of_product`).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, p)
+        bias : ndarray of shape (p,)
+        rows : ndarray of int, default=None
+            The rows to reduce, ascending; all of them by default.
+
+        Returns
+        -------
+        columns : ndarray of int32 of shape (n_rows,)
+            The column of each row's smallest entry, the first one on ties.
+        smallest, second : ndarray of float64 of shape (n_rows,)
+            The smallest and second smallest entries (counted with multiplicity), NaN for a
+            row of a NormalizedMatrix that an exact bound labeled from its dimension row
+            alone.
+        """
+        W_here, bias_here = self._product_operands(W, bias)
+        rows_here = None if rows is None else self._backend.from_numpy(np.asarray(rows))
+        if is_normalized(self.X):
+            out = ops.two_smallest_of_product(self.X, W_here, bias_here, rows_here)
+        else:
+            out = ops.two_smallest_of_matrix_product(self._backend, self.X, W_here,
+                                                     bias_here, rows_here)
+        columns, smallest, second = out
+        return to_numpy(columns), self._host(smallest), self._host(second)
+
+    def product_error(self, W, bias, norms=False):
+        """A bound on the rounding of every entry of ``(X - 1 offset^T) @ W + bias`` that
+        :meth:`argmin_of_product` and :meth:`two_smallest_of_product` compute: how far it
+        may lie from its exact value; with ``norms``, of that entry plus the row's
+        :meth:`row_norms_squared` (K-means' squared distances).
+
+        Twice the standard bound of a dot product in ``X``'s precision (its terms, the parts
+        of a NormalizedMatrix and the bias summed), over the largest row and column: the
+        rows as stored, whose norm exceeds the row's own (:meth:`row_norms_squared`) by at
+        most the rank-one terms' (a NormalizedMatrix's shift, the offset), which are
+        multiplied too.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, p)
+        bias : ndarray of shape (p,)
+        norms : bool, default=False
+
+        Returns
+        -------
+        float
+        """
+        W = np.asarray(W, dtype=np.float64)
+        rank_one = 0.0 if self.offset is None else float(np.linalg.norm(self.offset))
+        n_parts = 1
+        if is_normalized(self.X):
+            n_parts = len(self.X.blocks) + 1
+            if self.X.shift is not None:
+                rank_one += float(np.linalg.norm(to_numpy(self.X.shift)))
+        reach = float(np.sqrt(self.row_norms_squared().max(initial=0.0))) + 2 * rank_one
+        column = float(np.sqrt((W**2).sum(axis=0).max(initial=0.0)))
+        largest_bias = float(np.abs(np.asarray(bias)).max(initial=0.0)) + rank_one * column
+        largest = reach * column + largest_bias + (reach * reach if norms else 0.0)
+        return ops.entry_rounding(self.shape[1], n_parts, self.dtype) * largest
+
     def product_slices(self, W, bias):
         """``(start, stop, ((X - 1 offset^T)[start:stop] @ W + bias).T)`` for consecutive
         slices of rows, each small enough to stay in the cache while it is reduced
