@@ -214,16 +214,6 @@ OPTIONS = {
             "alone (added to the new cluster, taken from the old one) where they are at most "
             "this share of the samples; else it sums every sample again (0: whenever one "
             "changed)."),
-    "bounded_labels_max_share": Option(
-        0.5, "float",
-        doc="K-means keeps, from one iteration to the next, a bound per sample on the gap "
-            "between its distances to its two closest centers (Hamerly's bounds, widened by "
-            "the rounding of the distances, so that the labels stay those of the full "
-            "argmin): a sample whose gap outlasts the centers' moves keeps its label "
-            "without its distances, and the others alone are labeled again, their rows "
-            "gathered. Where more than this share of the samples is left, every sample is "
-            "labeled again, a slice of rows at a time without the gather (0: every "
-            "iteration labels all of them, unless none is left)."),
     "pruned_argmin_min_share": Option(
         0.5, "float",
         doc="K-means labels the samples of a star with one dimension from their dimension "

@@ -249,18 +249,6 @@ def column_argmin(values, out=None):
     return out
 
 
-def column_second_smallest(values, rows, out=None):
-    """For each column of a 2-D ``values``: its second smallest entry, counted with
-    multiplicity (``inf`` for one row), given ``rows``, :func:`column_argmin`'s (``values``
-    is overwritten); written into ``out`` when given."""
-    values[rows, cp.arange(values.shape[1])] = cp.inf
-    second = values.min(axis=0)
-    if out is None:
-        return second
-    out[...] = second
-    return out
-
-
 def add_gathered_rows(out, z, row_map):
     """``out += I @ z`` in place."""
     out += gather_rows(z, row_map)

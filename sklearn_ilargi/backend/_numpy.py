@@ -149,28 +149,6 @@ def column_argmin(values, out=None):
     return rows, smallest
 
 
-def column_second_smallest(values, rows, out=None):
-    """For each column of a 2-D ``values``: its second smallest entry, counted with
-    multiplicity (the smallest again where it occurs twice; ``inf`` for one row).
-
-    ``rows`` is :func:`column_argmin`'s: each column's smallest entry is set to ``inf`` (in
-    place: ``values`` is overwritten), and the smallest left is the second.
-
-    Parameters
-    ----------
-    values : array of shape (n_rows, n_columns)
-    rows : int array of shape (n_columns,)
-    out : array of shape (n_columns,), optional
-        Receives the result, of ``values``' dtype.
-
-    Returns
-    -------
-    array of shape (n_columns,)
-    """
-    values[rows, np.arange(values.shape[1])] = np.inf
-    return np.minimum.reduce(values, axis=0, out=out)
-
-
 def _positions(row_map):
     """The map's indices as ``np.intp``, kept on the map: ``np.take`` and ``np.bincount``
     would otherwise convert narrower indices (a copy of the whole map) on every call."""

@@ -27,7 +27,6 @@ from .._config import get_config
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, is_normalized, validate_input
 from ..utils._progress import IterationProgress
-from ._bounds import LabelBounds
 
 
 class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -546,11 +545,8 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
     # The weights of the sums, none where every weight is 1 (the same sums, without products).
     summed = None if np.all(sample_weight == 1) else sample_weight.astype(matrix.dtype)
     strict, previous = False, None
-    # Samples whose bounds show that their label stands keep it without their distances.
-    closest_labels = (LabelBounds(matrix) if matrix.reduces_row_subsets
-                      else functools.partial(_closest_labels, matrix))
     for iteration in range(max_iter):
-        labels = closest_labels(centers)
+        labels = _closest_labels(matrix, centers)
         # One comparison with the labels before serves the sums and the strict convergence.
         moved = None if previous is None else np.flatnonzero(labels != previous.labels)
         previous = _cluster_sums(matrix, labels, summed, n_clusters, previous, moved)

@@ -18,14 +18,11 @@ from ._products import (
     row_sums,
     row_sums_of_squares,
 )
-from ._pruned import entry_rounding
 from ._sliced import (
     argmin_of_matrix_product,
     argmin_of_product,
     matrix_product_slices,
     product_slices,
-    two_smallest_of_matrix_product,
-    two_smallest_of_product,
 )
 
 __all__ = [
@@ -37,7 +34,6 @@ __all__ = [
     "column_sums",
     "column_sums_of_squares",
     "cross_product",
-    "entry_rounding",
     "gram",
     "group_sums",
     "materialize",
@@ -47,6 +43,4 @@ __all__ = [
     "rmatmul",
     "row_sums",
     "row_sums_of_squares",
-    "two_smallest_of_matrix_product",
-    "two_smallest_of_product",
 ]

@@ -43,7 +43,9 @@ class Pruning:
     def __init__(self, z, positions, direct):
         self.z, self.positions, self.direct = z, positions, direct
         w = np.hstack([x_t for _, x_t in direct])
-        delta = entry_rounding(w.shape[1], len(direct), z.dtype)
+        # Twice a bound on the relative rounding of an entry that the full argmin compares:
+        # its products (a term per column) and the sums of its parts.
+        delta = 4 * (w.shape[1] + len(direct) + 2) * np.finfo(z.dtype).eps
         self.floor = 2 * delta * float(np.abs(z).max(initial=0.0))
         w_max = float(np.sqrt((w**2).sum(axis=1).max(initial=0.0)))
         spread = np.sqrt(((w[:, None, :] - w[None, :, :]) ** 2).sum(axis=2))
@@ -54,12 +56,11 @@ class Pruning:
         self.best = self.radius_squared = None
 
     @classmethod
-    def of(cls, be, direct, gathered, bias, dtype, rows=None):
-        """The pruning of a product's slices (of its target rows ``rows``, or all), or None
-        where it does not apply: on the CPU, with one dimension that covers every target row
-        (its part holds the bias) and dense fact blocks, all of ``dtype``, where the bound
-        decides at least the ``pruned_argmin_min_share`` setting of a sample of the rows
-        (every 256th)."""
+    def of(cls, be, direct, gathered, bias, dtype):
+        """The pruning of a product's slices, or None where it does not apply: on the CPU,
+        with one dimension that covers every target row (its part holds the bias) and dense
+        fact blocks, all of ``dtype``, where the bound decides at least the
+        ``pruned_argmin_min_share`` setting of a sample of the rows (every 256th)."""
         if (be.name != "cpu" or len(gathered) != 1 or bias is not None or not direct
                 or get_config()["pruned_argmin_min_share"] > 1
                 or any(be.is_sparse(source) or source.dtype != dtype or x_t.dtype != dtype
@@ -73,9 +74,8 @@ class Pruning:
         if positions.dtype != np.intp:
             positions = row_map.cached("intp", lambda: row_map.indices.astype(np.intp))
         pruning = cls(np.ascontiguousarray(z), positions, direct)
-        sampled = slice(None, None, 256) if rows is None else rows[::256]
-        sample = np.take(z, positions[sampled], axis=1)
-        decided = pruning.norms[sampled] < pruning.radii(sample)[1]
+        sample = np.take(z, positions[::256], axis=1)
+        decided = pruning.norms[::256] < pruning.radii(sample)[1]
         if np.count_nonzero(decided) < pruning.min_share * len(decided):
             return None
         pruning.best, pruning.radius_squared = pruning.radii(pruning.z)
@@ -101,48 +101,28 @@ class Pruning:
 
     def decided(self, start, stop, buffers):
         """Whether the bound labels each of the rows ``start:stop``."""
-        return self._decided(slice(start, stop), stop - start, buffers)
-
-    def _decided(self, target, n, buffers):
-        """Whether the bound labels each of the ``n`` target rows ``target`` (a slice or
-        indices)."""
+        n = stop - start
         radius = _scratch(buffers, "radius", n, self.radius_squared.dtype)
-        np.take(self.radius_squared, self.positions[target], out=radius, mode="clip")
-        return np.less(self.norms[target], radius, out=_scratch(buffers, "inside", n, bool))
+        np.take(self.radius_squared, self.positions[start:stop], out=radius, mode="clip")
+        return np.less(self.norms[start:stop], radius, out=_scratch(buffers, "inside", n, bool))
 
-    def labels(self, target, buffers, out):
-        """Label the target rows ``target`` (a slice or ascending indices) as the full argmin
-        does, into ``out = (columns, smallest, second or None)``: the entries of the rows
-        that the bound labels are NaN, the others' are computed. False (nothing written)
-        where the bound decides too few of them."""
-        from ._sliced import reduce_columns  # here: the slices import the pruning
-
-        n = len(out[0])
-        inside = self._decided(target, n, buffers)
+    def labels(self, start, stop, buffers, columns):
+        """Label the rows ``start:stop`` into ``columns`` as the full argmin does; False
+        (nothing written) where the bound decides too few of them."""
+        n = stop - start
+        inside = self.decided(start, stop, buffers)
         n_inside = int(np.count_nonzero(inside))
         if n_inside < self.min_share * n:
             return False
-        columns, smallest, second = out
-        rows = self.positions[target]
-        np.take(self.best, rows, out=columns, mode="clip")
-        for entries in (smallest, second):
-            if entries is not None:
-                entries[inside] = np.nan
+        rows = self.positions[start:stop]
+        np.take(self.best, rows, out=columns[start:stop], mode="clip")
         if n_inside < n:
             outside = np.flatnonzero(~inside)
             values = np.take(self.z, rows[outside], axis=1, mode="clip")
-            chosen = (target.start + outside if isinstance(target, slice)
-                      else target[outside])
+            chosen = start + outside
             for source, x_t in self.direct:
                 values += np.matmul(x_t, source[chosen].T)
-            labels = np.empty(len(outside), dtype=columns.dtype)
-            computed = [None if entries is None else np.empty(len(outside), values.dtype)
-                        for entries in (smallest, second)]
-            reduce_columns(_numpy_backend(), values, (labels, *computed))
-            columns[outside] = labels
-            for entries, part in zip((smallest, second), computed):
-                if entries is not None:
-                    entries[outside] = part
+            columns[chosen] = _column_argmin(values)[0]
         return True
 
 
@@ -165,22 +145,10 @@ def _row_norms(source, scale):
 _NORMS = {}
 
 
-def entry_rounding(n_terms, n_parts, dtype):
-    """Twice a bound on the relative rounding of an entry of a product ``T @ x + bias`` that
-    the argmin compares: its products (``n_terms`` terms, one per column) and the sums of its
-    ``n_parts`` parts and the bias, in ``dtype``. An entry is within this factor of the sum
-    of the magnitudes of its terms from its exact value."""
-    return 4 * (n_terms + n_parts + 2) * np.finfo(dtype).eps
-
-
-def _numpy_backend():
-    from ..backend import _numpy  # here: the backend imports the ops
-
-    return _numpy
-
-
 def _column_argmin(values, out=None):
-    return _numpy_backend().column_argmin(values, out=out)
+    from ..backend._numpy import column_argmin  # here: the backend imports the ops
+
+    return column_argmin(values, out=out)
 
 
 def _scratch(buffers, key, n, dtype):

@@ -50,33 +50,6 @@ def argmin_of_product(nm, x, bias, values=True):
     return _ProductSlices.of(nm, x, bias).argmin(values)
 
 
-def two_smallest_of_product(nm, x, bias, rows=None):
-    """For each row of ``T @ x + bias`` (or of the rows ``rows``): the column of its smallest
-    entry, that entry and the second smallest (counted with multiplicity).
-
-    K-means' bounds across iterations (``cluster._bounds``) start from the gap between a
-    sample's two closest centers, and label again only the samples whose bounds fail: those
-    rows alone are multiplied, a slice at a time. The rows that the exact bound of
-    ``ops._pruned`` labels from their dimension row alone have no entries: NaN there.
-
-    Parameters
-    ----------
-    nm : NormalizedMatrix
-    x : array of shape (c_T, p)
-    bias : array of shape (p,)
-    rows : int array, optional
-        The target rows to reduce, ascending; all of them by default.
-
-    Returns
-    -------
-    columns : int32 array of shape (n_rows,)
-        The column of each row's smallest entry, the first one on ties.
-    smallest, second : arrays of shape (n_rows,)
-        The smallest and second smallest entries (NaN where the bound labeled the row).
-    """
-    return _ProductSlices.of(nm, x, bias).argmin("two", rows)
-
-
 def product_slices(nm, x, bias):
     """``(start, stop, (T[start:stop] @ x + bias).T)`` for consecutive slices of rows.
 
@@ -100,12 +73,6 @@ def product_slices(nm, x, bias):
 def argmin_of_matrix_product(be, X, x, bias):
     """:func:`argmin_of_product` for one matrix ``X`` (dense or sparse) of backend ``be``."""
     return _ProductSlices(be, X.shape[0], [(X, x.T)], [], bias).argmin()
-
-
-def two_smallest_of_matrix_product(be, X, x, bias, rows=None):
-    """:func:`two_smallest_of_product` for one matrix ``X`` (dense or sparse) of backend
-    ``be``."""
-    return _ProductSlices(be, X.shape[0], [(X, x.T)], [], bias).argmin("two", rows)
 
 
 def matrix_product_slices(be, X, x, bias):
@@ -135,8 +102,8 @@ class _ProductSlices:
             gathered[covering] = (row_map, z + bias[:, None])
             bias = None
         self.gathered, self.bias = gathered, bias
-        self.step = rows_per_slice(self.p, self.dtype.itemsize)
-        self.bounds = _slice_bounds(n_rows, self.step)
+        step = rows_per_slice(self.p, self.dtype.itemsize)
+        self.bounds = [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
     @classmethod
     def of(cls, nm, x, bias):
@@ -160,63 +127,45 @@ class _ProductSlices:
         buffers = {}
         for start, stop in self.bounds:
             with self.be.one_thread():
-                values = self.slice(slice(start, stop), buffers)
+                values = self.slice(start, stop, buffers)
             yield start, stop, values
 
-    def argmin(self, values=True, rows=None):
-        """The argmin of each row (of ``rows``, ascending, or of all), with its smallest entry
-        (``values`` True), none (False) or the two smallest (``"two"``); see
-        :func:`argmin_of_product` and :func:`two_smallest_of_product`."""
+    def argmin(self, values=True):
         be = self.be
-        n = self.n_rows if rows is None else len(rows)
-        columns = be.xp.empty(n, dtype=be.xp.int32)
-        smallest = be.xp.empty(n, dtype=self.dtype)
-        second = be.xp.empty(n, dtype=self.dtype) if values == "two" else None
-        # Without every entry, the bound may label rows from their dimension row alone.
-        pruning = None if values is True else Pruning.of(be, self.direct, self.gathered,
-                                                         self.bias, self.dtype, rows)
-        bounds = self.bounds if rows is None else _slice_bounds(n, self.step)
+        columns = be.xp.empty(self.n_rows, dtype=be.xp.int32)
+        smallest = be.xp.empty(self.n_rows, dtype=self.dtype)
+        # Without the entries, the bound may label rows from their dimension row alone.
+        pruning = None if values else Pruning.of(be, self.direct, self.gathered, self.bias,
+                                                 self.dtype)
 
         def reduce_share(share):
             buffers = {}
             for start, stop in share:
-                target = slice(start, stop) if rows is None else rows[start:stop]
-                out = (columns[start:stop], smallest[start:stop],
-                       None if second is None else second[start:stop])
-                if pruning is None or not pruning.labels(target, buffers, out):
-                    reduce_columns(be, self.slice(target, buffers), out)
+                if pruning is None or not pruning.labels(start, stop, buffers, columns):
+                    be.column_argmin(self.slice(start, stop, buffers),
+                                     out=(columns[start:stop], smallest[start:stop]))
 
-        threaded = n >= get_config()["parallel_slice_rows"]
-        n_threads = max(1, min(be.threads() if threaded else 1, len(bounds)))
-        shares = [bounds[i::n_threads] for i in range(n_threads)]
+        threaded = self.n_rows >= get_config()["parallel_slice_rows"]
+        n_threads = max(1, min(be.threads() if threaded else 1, len(self.bounds)))
+        shares = [self.bounds[i::n_threads] for i in range(n_threads)]
         if n_threads > 1:
             be.map_in_threads(reduce_share, shares)
-        elif shares:
+        else:
             with be.one_thread():  # a slice's product is too small to share out
                 reduce_share(shares[0])
-        if values == "two":
-            return columns, smallest, second
         return columns, smallest if values else None
 
-    def slice(self, target, buffers):
-        """The rows ``target`` (a slice, or ascending indices) in a buffer of ``buffers``,
-        reused by the next.
+    def slice(self, start, stop, buffers):
+        """The slice of rows ``start:stop`` in a buffer of ``buffers``, reused by the next.
 
         The first part is written into the buffer, each other part into a second buffer and
         added: fresh memory for every slice's parts would cost its first touch.
         """
-        be = self.be
-        if isinstance(target, slice):
-            n = target.stop - target.start
-            maps = [_rows_between(row_map, target.start, target.stop)
-                    for row_map, _ in self.gathered]
-        else:
-            n = len(target)
-            maps = [row_map.take(target) for row_map, _ in self.gathered]
+        be, n = self.be, stop - start
         values = self._buffer(buffers, "values", n)
-        parts = [functools.partial(be.gather_columns, z, row_map)
-                 for row_map, (_, z) in zip(maps, self.gathered)]
-        parts += [functools.partial(_product, be, x_t, source[target])
+        parts = [functools.partial(be.gather_columns, z, _rows_between(row_map, start, stop))
+                 for row_map, z in self.gathered]
+        parts += [functools.partial(_product, be, x_t, source[start:stop])
                   for source, x_t in self.direct]
         for i, part in enumerate(parts):
             if i == 0:
@@ -236,21 +185,6 @@ class _ProductSlices:
         if buffer is None or buffer.shape[1] < n:
             buffer = buffers[key] = self.be.xp.empty((self.p, n), dtype=self.dtype)
         return buffer[:, :n]
-
-
-def reduce_columns(be, values, out):
-    """The argmin of each column of ``values`` (``p x rows``) and its smallest entry, and
-    the second smallest where asked (``values`` is then overwritten), into
-    ``out = (columns, smallest, second or None)``."""
-    columns, smallest, second = out
-    be.column_argmin(values, out=(columns, smallest))
-    if second is not None:
-        be.column_second_smallest(values, columns, out=second)
-
-
-def _slice_bounds(n_rows, step):
-    """``(start, stop)`` of consecutive slices of ``step`` rows."""
-    return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
 def _product(be, x_t, rows, out):

@@ -80,9 +80,6 @@ class PartitionedTrainingMatrix(TrainingMatrix):
         pairs = np.asarray(self._stacked("_argmin_pairs", W, bias).compute())
         return pairs[:, 0].astype(np.int32), pairs[:, 1] if values else None
 
-    #: The rows of a subset are found in every partition: label them all again.
-    reduces_row_subsets = False
-
     def product_slices(self, W, bias):
         """As :meth:`TrainingMatrix.product_slices`, one partition at a time: each
         partition's slices are computed where it lives and brought here together (``p``
