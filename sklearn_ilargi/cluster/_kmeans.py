@@ -211,6 +211,9 @@ default="k-means++"
         order = _canonical_order(matrix, random_state) if isinstance(init, str) else None
 
         best = None
+        # The samples as the loop below takes them, reordered once for every run.
+        in_order = functools.cache(lambda: _in_locality_order(matrix, sample_weight,
+                                                              self.n_clusters))
         for run in range(n_init):
             centers = self._initial_centers(matrix, sample_weight, offset, X, init,
                                             random_state, order)
@@ -219,7 +222,7 @@ default="k-means++"
             with IterationProgress(self.verbose, self.max_iter, description) as progress:
                 if progress.enabled or not _compiled_lloyd_runs_on(matrix):
                     labels, inertia, centers, n_iter = _lloyd_in_locality_order(
-                        matrix, sample_weight, centers, self.max_iter, tol, progress)
+                        *in_order(), centers, self.max_iter, tol, progress)
                 else:
                     labels, inertia, centers, n_iter = _compiled_lloyd(
                         matrix, sample_weight, centers, self.max_iter, tol, self.algorithm)
@@ -537,16 +540,24 @@ def _compiled_lloyd(matrix, sample_weight, centers, max_iter, tol, algorithm):
     return labels, inertia, centers.astype(np.float64), n_iter
 
 
-def _lloyd_in_locality_order(matrix, sample_weight, centers, max_iter, tol, progress):
-    """:func:`_lloyd` over the samples in ``TrainingMatrix.locality_order``, where the
-    matrix has one (its distances to the centers then gather from a band of the largest
-    dimension's that stays in the cache), the labels put back in the samples' order."""
-    order = matrix.locality_order(centers.shape[0])
+def _in_locality_order(matrix, sample_weight, n_clusters):
+    """``(matrix, sample_weight, order)``: the samples in ``TrainingMatrix.locality_order``
+    for ``n_clusters`` centers and that order, where the matrix has one (the distances to
+    the centers then gather from a band of the largest dimension's that stays in the
+    cache); else as they are, and None."""
+    order = matrix.locality_order(n_clusters)
     if order is None:
-        return _lloyd(matrix, sample_weight, centers, max_iter, tol, progress)
-    labels, inertia, centers, n_iter = _lloyd(matrix.reordered(order), sample_weight[order],
-                                              centers, max_iter, tol, progress, order)
-    return _put_back(labels, order), inertia, centers, n_iter
+        return matrix, sample_weight, None
+    return matrix.reordered(order), sample_weight[order], order
+
+
+def _lloyd_in_locality_order(matrix, sample_weight, order, centers, max_iter, tol,
+                             progress):
+    """:func:`_lloyd` over ``matrix`` and ``sample_weight``, the samples in ``order`` (of
+    :func:`_in_locality_order`, or None), the labels put back in the samples' order."""
+    labels, inertia, centers, n_iter = _lloyd(matrix, sample_weight, centers, max_iter, tol,
+                                              progress, order)
+    return (labels if order is None else _put_back(labels, order)), inertia, centers, n_iter
 
 
 def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress, order=None):

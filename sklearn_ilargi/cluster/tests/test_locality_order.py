@@ -99,6 +99,7 @@ def test_the_dimensions_order_matches_sklearn(seed, k, weighted):
 @pytest.mark.parametrize("test", [
     test_kmeans.test_sparse_sources_and_outer_joins,
     test_kmeans.test_weights_are_repetitions,
+    test_kmeans.test_n_init_keeps_the_best_and_random_init,  # reordered once, for every run
     # Empty clusters found by the farthest samples, ties among them taken in the samples'
     # order.
     test_kmeans_paths.test_ties_among_the_farthest_samples_go_as_in_scikit_learn,
