@@ -211,7 +211,7 @@ OPTIONS = {
     "locality_order_min_bytes": Option(
         1 << 20, "int",
         doc="K-means iterates over the samples of a NormalizedMatrix in the order of the rows "
-            "of its largest dimension where that dimension's distances to the centers (one "
+            "of its largest dimension (CPU) where that dimension's distances to the centers (one "
             "value per center and dimension row) take at least this many bytes, more than "
             "a core's cache holds: each slice of samples then gathers a narrow band of "
             "them, which stays in the cache. It costs a copy of the fact table, its rows in "

@@ -652,7 +652,8 @@ class TrainingMatrix:
         dimension row's product: in the order of the dimension's rows, each slice reads a
         narrow band of that product, which stays in the cache. Only a NormalizedMatrix held
         here has an order, where its largest dimension's product (``width`` entries per
-        row) takes at least the ``locality_order_min_bytes`` setting.
+        row) takes at least the ``locality_order_min_bytes`` setting, on the CPU (a core's
+        cache).
 
         Parameters
         ----------
@@ -663,7 +664,7 @@ class TrainingMatrix:
         ndarray of intp of shape (n_samples,) or None
             The rows by their largest dimension's row (a missing row first).
         """
-        if not _compactable(self.X):
+        if not _compactable(self.X) or self._backend.name != "cpu":
             return None
         maps = [b.row_map for b in self.X.blocks if not b.row_map.is_identity]
         if not maps:
