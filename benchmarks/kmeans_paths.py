@@ -1,6 +1,8 @@
 """FactorizedKMeans on a star, its labelling paths side by side: the full argmin over every
 center, against the exact bound that labels most samples from their dimension row alone
-(the ``pruned_argmin_min_share`` setting), and scikit-learn's KMeans on the joined matrix.
+(the ``pruned_argmin_min_share`` setting), the samples in the order of their dimension's
+rows against their own (the ``locality_order_min_bytes`` setting: 0 always reorders them,
+a huge value never), and scikit-learn's KMeans on the joined matrix.
 
 Interleaved repeats from the same initial centers, 20 iterations (``tol=0``), the join
 excluded, on the threads the library and scikit-learn choose; medians. Also one fit on a
@@ -9,8 +11,9 @@ sparse and what it costs.
 
     python benchmarks/kmeans_paths.py                   # 1M rows, cells 100x10 and 20x4
     python benchmarks/kmeans_paths.py --rows 200000 --repeats 3
+    python benchmarks/kmeans_paths.py --output /tmp/kmeans_paths.json
 
-Writes ``benchmarks/results/kmeans_paths.json``.
+Writes ``benchmarks/results/kmeans_paths.json`` (or ``--output``).
 """
 
 import argparse
@@ -40,6 +43,8 @@ def cell(tuple_ratio, feature_ratio, n_rows, repeats):
     sides = {
         "full_argmin": lambda: _fit(nm, params, 2.0),
         "bound": lambda: _fit(nm, params, None),
+        "dimension_order": lambda: _fit(nm, params, None, 0),
+        "samples_order": lambda: _fit(nm, params, None, NEVER),
         "sklearn": lambda: KMeans(**params).fit(T),
     }
     seconds, models = {name: [] for name in sides}, {}
@@ -50,17 +55,25 @@ def cell(tuple_ratio, feature_ratio, n_rows, repeats):
             seconds[name].append(time.perf_counter() - start)
     median = {name: float(np.median(times)) for name, times in seconds.items()}
     same = all(np.array_equal(models[name].labels_, models["sklearn"].labels_)
-               for name in ("full_argmin", "bound"))
+               for name in sides if name != "sklearn")
     return {"tuple_ratio": tuple_ratio, "feature_ratio": feature_ratio,
             "shape": list(T.shape), "seconds": median,
             "sklearn_over_bound": median["sklearn"] / median["bound"],
             "sklearn_over_full_argmin": median["sklearn"] / median["full_argmin"],
             "full_argmin_over_bound": median["full_argmin"] / median["bound"],
+            "samples_order_over_dimension_order": (median["samples_order"]
+                                                   / median["dimension_order"]),
             "same_labels_as_sklearn": bool(same)}
 
 
-def _fit(X, params, min_share):
+#: A ``locality_order_min_bytes`` that no dimension reaches: the samples' own order.
+NEVER = 1 << 62
+
+
+def _fit(X, params, min_share, min_bytes=None):
     settings = {} if min_share is None else {"pruned_argmin_min_share": min_share}
+    if min_bytes is not None:
+        settings["locality_order_min_bytes"] = min_bytes
     with config_context(**settings), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return FactorizedKMeans(strategy="factorized", **params).fit(X)
@@ -83,6 +96,8 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cells", nargs="+", default=["100x10", "20x4"])
+    parser.add_argument("--output", default=None,
+                        help="the results file (default: benchmarks/results/kmeans_paths.json)")
     args = parser.parse_args()
     rows = []
     for spec in args.cells:
@@ -92,12 +107,13 @@ def main():
         print(f"TR={tuple_ratio} FR={feature_ratio}: sklearn / bound "
               f"{row['sklearn_over_bound']:.2f}x, sklearn / full argmin "
               f"{row['sklearn_over_full_argmin']:.2f}x, full argmin / bound "
-              f"{row['full_argmin_over_bound']:.2f}x, same labels "
+              f"{row['full_argmin_over_bound']:.2f}x, samples' order / dimension's "
+              f"{row['samples_order_over_dimension_order']:.2f}x, same labels "
               f"{row['same_labels_as_sklearn']}", flush=True)
     wide = onehot(max(1, args.repeats // 2))
     print(f"wide one-hot star {wide['shape']}: {wide['seconds']:.2f} s", flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "kmeans_paths.json"
+    out = Path(args.output) if args.output else RESULTS / "kmeans_paths.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": args.rows, "repeats": args.repeats,
                                "iterations": N_ITERATIONS, "cells": rows,
                                "wide_onehot": wide}, indent=2) + "\n")

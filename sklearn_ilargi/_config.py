@@ -208,6 +208,15 @@ OPTIONS = {
             "least one), as scikit-learn's ``working_memory`` sizes its chunks. Small enough, "
             "a slice stays in the cache from its product to its reduction; the whole "
             "``n x p`` product is never held."),
+    "locality_order_min_bytes": Option(
+        1 << 20, "int",
+        doc="K-means iterates over the samples of a NormalizedMatrix in the order of the rows "
+            "of its largest dimension (CPU) where that dimension's distances to the centers (one "
+            "value per center and dimension row) take at least this many bytes, more than "
+            "a core's cache holds: each slice of samples then gathers a narrow band of "
+            "them, which stays in the cache. It costs a copy of the fact table, its rows in "
+            "that order, per fit; the labels are put back in the samples' order. 0 always "
+            "reorders."),
     "incremental_sums_max_share": Option(
         0.25, "float",
         doc="K-means updates the sums of its clusters by the samples that changed clusters "

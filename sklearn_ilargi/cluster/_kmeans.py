@@ -42,7 +42,11 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     dimension, a sample whose fact part cannot overturn its dimension row's closest center
     (an exact bound, with room for rounding) takes that center without its distances to the
     others: clusters that the dimension separates leave most samples so once the centers
-    settle (the ``pruned_argmin_min_share`` setting). Plain numpy or
+    settle (the ``pruned_argmin_min_share`` setting). Where a dimension's distances to the
+    centers outgrow the cache, the iterations take the samples in the order of that
+    dimension's rows, so that each slice of samples reads a band of them that stays in the
+    cache (a copy of the fact table in that order; the ``locality_order_min_bytes``
+    setting). Plain numpy or
     scipy.sparse input (and the joined matrix of the materialized path) runs scikit-learn's
     own compiled iterations, Lloyd's or Elkan's, from these seeds. Dense data is centered
     first, as scikit-learn does, a NormalizedMatrix in its dense sources, so that the
@@ -207,6 +211,9 @@ default="k-means++"
         order = _canonical_order(matrix, random_state) if isinstance(init, str) else None
 
         best = None
+        # The samples as the loop below takes them, reordered once for every run.
+        in_order = functools.cache(lambda: _in_locality_order(matrix, sample_weight,
+                                                              self.n_clusters))
         for run in range(n_init):
             centers = self._initial_centers(matrix, sample_weight, offset, X, init,
                                             random_state, order)
@@ -214,8 +221,8 @@ default="k-means++"
                                                  else "")
             with IterationProgress(self.verbose, self.max_iter, description) as progress:
                 if progress.enabled or not _compiled_lloyd_runs_on(matrix):
-                    labels, inertia, centers, n_iter = _lloyd(
-                        matrix, sample_weight, centers, self.max_iter, tol, progress)
+                    labels, inertia, centers, n_iter = _lloyd_in_locality_order(
+                        *in_order(), centers, self.max_iter, tol, progress)
                 else:
                     labels, inertia, centers, n_iter = _compiled_lloyd(
                         matrix, sample_weight, centers, self.max_iter, tol, self.algorithm)
@@ -533,13 +540,35 @@ def _compiled_lloyd(matrix, sample_weight, centers, max_iter, tol, algorithm):
     return labels, inertia, centers.astype(np.float64), n_iter
 
 
-def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
+def _in_locality_order(matrix, sample_weight, n_clusters):
+    """``(matrix, sample_weight, order)``: the samples in ``TrainingMatrix.locality_order``
+    for ``n_clusters`` centers and that order, where the matrix has one (the distances to
+    the centers then gather from a band of the largest dimension's that stays in the
+    cache); else as they are, and None."""
+    order = matrix.locality_order(n_clusters)
+    if order is None:
+        return matrix, sample_weight, None
+    return matrix.reordered(order), sample_weight[order], order
+
+
+def _lloyd_in_locality_order(matrix, sample_weight, order, centers, max_iter, tol,
+                             progress):
+    """:func:`_lloyd` over ``matrix`` and ``sample_weight``, the samples in ``order`` (of
+    :func:`_in_locality_order`, or None), the labels put back in the samples' order."""
+    labels, inertia, centers, n_iter = _lloyd(matrix, sample_weight, centers, max_iter, tol,
+                                              progress, order)
+    return (labels if order is None else _put_back(labels, order)), inertia, centers, n_iter
+
+
+def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress, order=None):
     """Lloyd's iterations from ``centers``; scikit-learn's stopping rules.
 
     Each iteration reads ``X`` twice, through its products: once for the labels, fused
     with their argmin (:func:`_closest_centers`), and once for the new centers, by group
     sums. ``progress`` (an :class:`~sklearn_ilargi.utils._progress.IterationProgress`) is told
-    of every iteration, with its inertia, and of why the iterations stopped.
+    of every iteration, with its inertia, and of why the iterations stopped. ``order``: the
+    samples' own order, where ``matrix`` holds them as ``X[order]`` (an empty cluster takes
+    the farthest samples as in that order).
     """
     n_clusters = centers.shape[0]
     # The weights of the sums, none where every weight is 1 (the same sums, without products).
@@ -554,7 +583,7 @@ def _lloyd(matrix, sample_weight, centers, max_iter, tol, progress):
         # report needs them: the same labels again, with their entries.
         partial = functools.cache(lambda centers=centers: _closest_centers(matrix, centers)[1])
         new_centers = _update_centers(matrix, labels, partial, previous.sums.copy(),
-                                      previous.weights, sample_weight)
+                                      previous.weights, sample_weight, order)
         if progress.enabled:
             progress(inertia=_inertia(matrix, sample_weight, partial()))
         shift = ((new_centers - centers) ** 2).sum()
@@ -624,7 +653,7 @@ def _cluster_weights(labels, weights, n_clusters):
     return np.bincount(labels, weights=weights, minlength=n_clusters)
 
 
-def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
+def _update_centers(matrix, labels, partial, sums, in_cluster, weights, order=None):
     """The weighted means of the clusters from their ``sums`` (changed in place) and their
     weights ``in_cluster`` (see :class:`_ClusterSums`); empty clusters are relocated.
     ``partial()`` gives each sample's ``||c||^2 - 2 x.c`` to its center, asked for only
@@ -638,7 +667,7 @@ def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
     """
     in_cluster = in_cluster.astype(np.float64)
     empty = np.flatnonzero(in_cluster == 0)
-    far = _farthest(matrix, partial(), empty.size) if empty.size else []
+    far = _farthest(matrix, partial(), empty.size, order) if empty.size else []
     if len(far):
         points = _rows(matrix, far)
         for cluster, sample, point in zip(empty, far, points):
@@ -654,9 +683,10 @@ def _update_centers(matrix, labels, partial, sums, in_cluster, weights):
     return out
 
 
-def _farthest(matrix, partial, n):
+def _farthest(matrix, partial, n, order=None):
     """The ``n`` samples farthest from their centers, in the order scikit-learn takes them
-    (``argpartition``'s); none where every sample sits on its center.
+    (``argpartition``'s, over the samples in their own order: ``matrix`` holds them as
+    ``X[order]`` where ``order`` is given); none where every sample sits on its center.
 
     Distances equal to 12 digits count as equal: scikit-learn takes them from the
     differences themselves, where samples placed alike about their centers tie exactly (on
@@ -667,7 +697,17 @@ def _farthest(matrix, partial, n):
     top = distances.max()
     if top <= 1e-12 * norms.max():  # zero, to the rounding of ||x||^2 + partial
         return []
-    return np.argpartition(np.round(distances / top, 12), -n)[:-n - 1:-1]
+    if order is not None:  # the samples' own order, and back
+        distances = _put_back(distances, order)
+    far = np.argpartition(np.round(distances / top, 12), -n)[:-n - 1:-1]
+    return far if order is None else _put_back(np.arange(len(order)), order)[far]
+
+
+def _put_back(values, order):
+    """``values`` of ``X[order]``'s rows, in the rows' own order."""
+    out = np.empty_like(values)
+    out[order] = values
+    return out
 
 
 def _kmeans_plusplus(matrix, sample_weight, n_clusters, random_state, order):

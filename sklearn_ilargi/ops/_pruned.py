@@ -19,6 +19,7 @@ spreads widened, by a bound on the rounding of the entries that the full argmin 
 full and takes the lowest index, as the full argmin does.
 """
 
+import functools
 import weakref
 
 import numpy as np
@@ -50,10 +51,21 @@ class Pruning:
         w_max = float(np.sqrt((w**2).sum(axis=1).max(initial=0.0)))
         spread = np.sqrt(((w[:, None, :] - w[None, :, :]) ** 2).sum(axis=2))
         self.spread = spread * (1 + delta) + 2 * delta * w_max
-        norms = [_row_norms(source, 1 + delta) for source, _ in direct]
-        self.norms = norms[0] if len(norms) == 1 else sum(norms)
+        self.scale = 1 + delta
         self.min_share = get_config()["pruned_argmin_min_share"]
         self.best = self.radius_squared = None
+
+    @functools.cached_property
+    def norms(self):
+        """``||f_i||^2`` of every target row, widened by the rounding (kept while the fact
+        sources live: every iteration of a fit asks for the same ones)."""
+        norms = [_row_norms(source, self.scale) for source, _ in self.direct]
+        return norms[0] if len(norms) == 1 else sum(norms)
+
+    def sampled_norms(self, step):
+        """:attr:`norms` of every ``step``-th row alone, computed alike: a fit whose bound
+        decides too few rows never computes the others."""
+        return sum(_squares(source[::step]) for source, _ in self.direct) * self.scale
 
     @classmethod
     def of(cls, be, direct, gathered, bias, dtype):
@@ -75,7 +87,7 @@ class Pruning:
             positions = row_map.cached("intp", lambda: row_map.indices.astype(np.intp))
         pruning = cls(np.ascontiguousarray(z), positions, direct)
         sample = np.take(z, positions[::256], axis=1)
-        decided = pruning.norms[::256] < pruning.radii(sample)[1]
+        decided = pruning.sampled_norms(256) < pruning.radii(sample)[1]
         if np.count_nonzero(decided) < pruning.min_share * len(decided):
             return None
         pruning.best, pruning.radius_squared = pruning.radii(pruning.z)
@@ -133,9 +145,7 @@ def _row_norms(source, scale):
     entry = _NORMS.get(key)
     if entry is not None and entry[0]() is source and entry[1] == scale:
         return entry[2]
-    norms = np.zeros(source.shape[0])
-    for column in np.asarray(source).T:
-        norms += column.astype(np.float64) ** 2
+    norms = _squares(source)
     norms *= scale
     _NORMS[key] = (weakref.ref(source, lambda _, key=key: _NORMS.pop(key, None)), scale,
                    norms)
@@ -143,6 +153,15 @@ def _row_norms(source, scale):
 
 
 _NORMS = {}
+
+
+def _squares(source):
+    """The sum of squares of each row of a dense ``source``, in float64, a column at a
+    time."""
+    norms = np.zeros(source.shape[0])
+    for column in np.asarray(source).T:
+        norms += column.astype(np.float64) ** 2
+    return norms
 
 
 def _column_argmin(values, out=None):

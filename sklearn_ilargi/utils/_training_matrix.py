@@ -11,6 +11,7 @@ solver is written once, in numpy, for every path.
 import numpy as np
 
 from .. import ops
+from .._config import get_config
 from ..backend import backend_of, get_backend, to_numpy
 from ..normalized._blocks import Block
 from ..normalized._row_map import RowMap
@@ -642,6 +643,64 @@ class TrainingMatrix:
             return TrainingMatrix(self.X[indices], self.offset)
         return TrainingMatrix(self.X[self._backend.from_numpy(indices)], self.offset)
 
+    def locality_order(self, width):
+        """An order of the rows in which consecutive rows read consecutive rows of the
+        largest dimension, or None where its products fit in the cache.
+
+        A product of ``width`` columns taken a slice of rows at a time
+        (:meth:`argmin_of_product`) gathers, for every row, the ``width`` entries of its
+        dimension row's product: in the order of the dimension's rows, each slice reads a
+        narrow band of that product, which stays in the cache. Only a NormalizedMatrix held
+        here has an order, where its largest dimension's product (``width`` entries per
+        row) takes at least the ``locality_order_min_bytes`` setting, on the CPU (a core's
+        cache).
+
+        Parameters
+        ----------
+        width : int
+
+        Returns
+        -------
+        ndarray of intp of shape (n_samples,) or None
+            The rows by their largest dimension's row (a missing row first).
+        """
+        if not _compactable(self.X) or self._backend.name != "cpu":
+            return None
+        maps = [b.row_map for b in self.X.blocks if not b.row_map.is_identity]
+        if not maps:
+            return None
+        largest = max(maps, key=lambda row_map: row_map.n_source)
+        product_bytes = width * largest.n_source * np.dtype(self.dtype).itemsize
+        if product_bytes < get_config()["locality_order_min_bytes"]:
+            return None
+        return np.argsort(to_numpy(largest.indices))
+
+    def reordered(self, order):
+        """This matrix with its rows in ``order`` (a permutation), the same offset.
+
+        A NormalizedMatrix copies the sources that its fact table's map (the identity)
+        reads, their rows in that order, so that its products read them in order, and takes
+        the other row maps at ``order``, sharing their sources; a plain matrix is copied.
+        The row norms, where computed, follow.
+
+        Parameters
+        ----------
+        order : ndarray of int of shape (n_samples,)
+
+        Returns
+        -------
+        TrainingMatrix
+        """
+        order = np.asarray(order)
+        if is_normalized(self.X):
+            X = _reordered(self.X, order)
+        else:
+            X = self.X[self._backend.from_numpy(order)]
+        out = TrainingMatrix(X, self.offset)
+        if self._row_norms_squared is not None:
+            out._row_norms_squared = self._row_norms_squared[order]
+        return out
+
     def compact_rows(self, indices):
         """:meth:`select_rows`, then :meth:`compacted`: for a selection that several
         products will read (a fold of cross-validation).
@@ -757,6 +816,26 @@ def _with_columns(nm, E):
         [nm.shift, be.xp.zeros(E.shape[1], dtype=nm.shift.dtype)])
     return nm._like(nm.blocks + [block], shape=(nm.shape[0], n_columns + E.shape[1]),
                     shift=shift, feature_names=None)
+
+
+def _reordered(nm, order):
+    """``nm[order]`` for a permutation ``order``, its fact table's sources copied in that
+    order (see ``TrainingMatrix.reordered``)."""
+    be = nm.backend
+    device_order = be.from_numpy(order)
+    maps, blocks = {}, []
+    for block in nm.blocks:
+        key = id(block.row_map)
+        if key not in maps:
+            maps[key] = (RowMap.identity(len(order)) if block.row_map.is_identity
+                         else block.row_map.take(device_order))
+        source = block.source
+        if block.row_map.is_identity:
+            picked = RowMap(device_order, source.shape[0], has_missing=False)
+            source = (be.gather_sparse_rows(source, picked).asformat(source.format)
+                      if be.is_sparse(source) else be.gather_rows(source, picked))
+        blocks.append(block.with_(source=source, row_map=maps[key]))
+    return nm._like(blocks)
 
 
 def _compacted(nm):

@@ -74,6 +74,33 @@ def test_group_sums(case, n_groups):
           T.T @ (weights[:, None] * one_hot))
 
 
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([np.float64, np.float32]),
+       st.booleans(), st.sampled_from([0.0, 1e6]))
+def test_group_sums_of_column_major_sources_and_of_selections(seed, n_groups, dtype,
+                                                              column_major, offset):
+    # The fact table's rows and a selection's gathered rows are scattered by label: a
+    # bincount per column where they are stored column-major.
+    rng = np.random.default_rng(seed)
+    sources, *maps = random_scenario(rng, dtype=dtype)
+    sources = [s + dtype(offset) if isinstance(s, np.ndarray) else s for s in sources]
+    scenario = (sources, *maps)
+    with config_context(column_major_min_rows=0 if column_major else 1 << 16):
+        nm = build(scenario)
+    T = reference_matrix(*scenario)
+    n = T.shape[0]
+    labels = rng.integers(0, n_groups, n)
+    weights = rng.random(n)
+    rows = rng.integers(0, n, n // 2 + 1) if n else np.array([], dtype=int)
+    tolerance = {"rtol": 1e-5, "atol": 1e-5 * max(offset, 1)} if dtype == np.float32 else {}
+    for sub, S, group, weight in [(nm, T, labels, weights),
+                                  (nm[rows], T[rows], labels[rows], weights[rows])]:
+        one_hot = np.eye(n_groups)[group]
+        close(sub.group_sums(group, n_groups), S.T @ one_hot, **tolerance)
+        close(sub.group_sums(group.astype(np.int32), n_groups, weight),
+              S.T @ (weight[:, None] * one_hot), **tolerance)
+
+
 def test_group_sums_checks_its_labels():
     nm = NormalizedMatrix.from_matrices([np.ones((4, 2)), np.ones((2, 1))],
                                         [np.arange(4), [0, 1, 1, 0]])
