@@ -202,6 +202,7 @@ default="k-means++"
         profile = OperationProfile(matmul=n_init * iterations, rmatmul=n_init * iterations,
                                    width=self.n_clusters, iterations=iterations,
                                    max_iter=self.max_iter, join_copies=1,
+                                   source_copies=1,
                                    name=type(self).__name__)
         matrix, offset = _solver_matrix(self._dispatch(X, profile, backend=backend),
                                         sample_weight)

@@ -62,6 +62,10 @@ class OperationProfile:
         where the join is dense (a centered copy, a decomposition's workspace and factors);
         none where it is CSR. Not priced: the memory check counts them
         (``sklearn_ilargi.cost._memory.peak_bytes``).
+    source_copies : int, default=0
+        Copies of the sources that the factorized path holds besides them (K-means' fact
+        table reordered for the cache). Not priced: the memory check counts them, as copies
+        of every source (an upper bound).
     name : str, default=""
         The estimator (family) declaring the profile, e.g. ``"FactorizedKMeans"``.
     solver : str, default=""
@@ -101,6 +105,7 @@ class OperationProfile:
     dense_join: bool = False
     sklearn_fit: bool = False
     join_copies: int = 0
+    source_copies: int = 0
     name: str = ""
     solver: str = ""
     solver_parameter: str = "solver"

@@ -6,8 +6,9 @@ rows, one gram). The memory check needs more: what the path allocates besides, w
 decides whether it can run at all. :func:`peak_bytes` adds the dense copies of the join that
 the materialized path makes (the centered copy that scikit-learn, or this library, takes of
 dense data; a full SVD's workspace and factors), which an estimator declares as its
-profile's ``join_copies``, and the copies of a closed form's dense gram (its centered or
-penalized copy, the factor, a temporary of the solve).
+profile's ``join_copies``, the copies of the sources that the factorized path makes (its
+``source_copies``), and the copies of a closed form's dense gram (its centered or penalized
+copy, the factor, a temporary of the solve).
 """
 
 #: Dense ``c x c`` arrays a closed form holds at once: the gram, its centered or penalized
@@ -31,15 +32,17 @@ def peak_bytes(shared, candidate, profile):
     candidate : dict
         The candidate's features (:func:`~sklearn_ilargi.cost._features.candidate_features`).
     profile : OperationProfile
-        The fit's operations: ``gram`` (a dense ``c x c`` gram) and ``join_copies`` (dense
-        copies of a dense join on the materialized path).
+        The fit's operations: ``gram`` (a dense ``c x c`` gram), ``join_copies`` (dense
+        copies of a dense join on the materialized path) and ``source_copies`` (copies of
+        the sources on the factorized path).
 
     Returns
     -------
     float
         ``path_memory``, plus the gram's other copies where the fit forms one, plus
         ``join_copies`` copies of the join where the materialized path builds it dense (a
-        CSR join is never copied dense).
+        CSR join is never copied dense), plus ``source_copies`` copies of the sources on the
+        factorized path.
     """
     peak = candidate["path_memory"]
     if shared["gram"]:
@@ -47,6 +50,8 @@ def peak_bytes(shared, candidate, profile):
         peak += closed_form_bytes(shared["n_columns"]) - 8.0 * shared["n_columns"] ** 2
     if not candidate["is_factorized"] and not shared["mat_sparse"]:
         peak += getattr(profile, "join_copies", 0) * shared["mat_bytes"]
+    if candidate["is_factorized"]:
+        peak += getattr(profile, "source_copies", 0) * shared["fact_bytes"]
     return peak
 
 

@@ -368,6 +368,31 @@ def extra_needs(nm, profile):
             - shared["fact_bytes"] for strategy in ("factorized", "materialized")}
 
 
+def test_the_copies_of_the_sources_count_in_the_factorized_memory_check():
+    """A factorized path that copies its sources (K-means' reordered fact table) needs them
+    twice: the check adds one copy of the sources to the factorized path only, and under a
+    limit that holds the path without the copy, forced, it raises."""
+    nm = redundant_star()
+    plain = OperationProfile(matmul=1, rmatmul=1, name="Model")
+    copying = replace(plain, source_copies=1)
+    before, after = extra_needs(nm, plain), extra_needs(nm, copying)
+    sources = fit_features(nm, plain, hardware_info())["fact_bytes"]
+    assert after["factorized"] == pytest.approx(before["factorized"] + sources)
+    assert after["materialized"] == before["materialized"]
+    limit = (before["factorized"] + sources / 2) / 0.8
+    with config_context(cost_model="heuristic", memory_limit=limit):
+        assert decide(nm, plain, strategy="factorized", backend="cpu").infeasible == {}
+        with pytest.raises(InsufficientMemoryError, match="cpu/factorized: the path needs"):
+            decide(nm, copying, strategy="factorized", backend="cpu")
+
+
+def test_kmeans_declares_its_reordered_copy_of_the_sources():
+    from sklearn_ilargi import FactorizedKMeans
+
+    fitted = FactorizedKMeans(3, n_init=1, max_iter=2, random_state=0).fit(redundant_star())
+    assert fitted.decision_.profile.source_copies == 1
+
+
 def test_auto_runs_the_least_demanding_path_where_it_is_close_to_fitting():
     """No path fits in the 80% of the memory that a fit may plan to take, but the
     factorized one, the least demanding, fits in all of it: auto runs it, and says so."""
