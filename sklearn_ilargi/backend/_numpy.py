@@ -348,6 +348,27 @@ def one_hot(labels, n_groups, weights=None, dtype=np.float64):
     return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
 
 
+def label_sums(y, labels, n_groups, weights=None):
+    """``R.T @ diag(weights) @ y`` for ``R`` the one-hot of ``labels`` and a dense ``y``:
+    each group's (weighted) sum of the rows of ``y``, (n_groups,) + ``y.shape[1:]``.
+
+    One ``np.bincount`` per column: one pass over the labels per column, with no one-hot
+    (a column-major ``y`` is read a column at a time in place)."""
+    labels = np.asarray(labels, dtype=np.intp)
+    dtype = np.result_type(y.dtype, np.float32)
+
+    def column(values):
+        values = values if weights is None else values * weights
+        return np.bincount(labels, weights=values, minlength=n_groups)
+
+    if y.ndim == 1:
+        return column(y).astype(dtype, copy=False)
+    out = np.empty((n_groups, y.shape[1]), dtype=dtype)
+    for j in range(y.shape[1]):
+        out[:, j] = column(y[:, j])
+    return out
+
+
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
     """``I.T @ diag(weights) @ R`` for ``R`` the one-hot of ``labels`` (n_source x n_groups).
 

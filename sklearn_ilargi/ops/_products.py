@@ -73,7 +73,7 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
     A block with a row per target row (the fact table), or whose source is taller than the
     target (a selection of a table's rows, ``X[rows]``, whose rows are gathered: the counts
     would take a row per source row), has its rows scattered by label instead when they are
-    dense (``be.scatter_add_rows``: a bincount per column of a column-major source), and
+    dense (``be.label_sums``: a bincount per column of a column-major source), and
     multiplied by the target's one-hot when they are sparse.
 
     Parameters
@@ -90,8 +90,6 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
     be = nm.backend
     out = be.xp.zeros((nm.shape[1], n_groups), dtype=nm.dtype)
 
-    by_label = _by_label(labels, n_groups)
-
     def sums(group):
         row_map = group[0].row_map
         if row_map.n_target < row_map.n_source or row_map.is_identity:
@@ -99,7 +97,7 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
             rows = [block.source if row_map.is_identity else _gathered(be, block)
                     for block in group]
             if not any(be.is_sparse(r) for r in rows):
-                return [be.scatter_add_rows(r, by_label, sample_weight).T for r in rows]
+                return [be.label_sums(r, labels, n_groups, sample_weight).T for r in rows]
             one_hot = be.one_hot(labels, n_groups, sample_weight, nm.dtype)
             return [be.dot(r.T, one_hot) for r in rows]
         counts = be.group_counts(row_map, labels, n_groups, sample_weight, nm.dtype)
@@ -113,14 +111,6 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
         totals = be.xp.bincount(be.xp.asarray(labels), weights=sample_weight, minlength=n_groups)
         out += be.xp.multiply.outer(nm.shift, totals.astype(nm.dtype))
     return out
-
-
-def _by_label(labels, n_groups):
-    """The row map that sends each target row to its group: its scatter-add is the groups'
-    sums (a bincount per column of a column-major operand, see ``be.scatter_add_rows``)."""
-    from ..normalized._row_map import RowMap  # here: the normalized matrix imports the ops
-
-    return RowMap(labels, n_groups, has_missing=False)
 
 
 def _gathered(be, block):

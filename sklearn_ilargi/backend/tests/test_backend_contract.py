@@ -338,6 +338,23 @@ def test_one_hot(be, weighted, dtype):
     assert_allclose(host(got), expected)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", ["C", "F", "1-D"])
+def test_label_sums(be, weighted, dtype, order):
+    rng = np.random.default_rng(0)
+    labels = np.array([2, 0, 0, 1, 2, 4], dtype=np.int32)  # group 3 is empty
+    y = rng.standard_normal((6, 3)).astype(dtype) + 1e6
+    y = y[:, 0].copy() if order == "1-D" else np.asarray(y, order=order)
+    w = np.array([0.5, 1.0, 2.0, 0.0, 3.0, 1.5]) if weighted else None
+    got = be.label_sums(be.from_numpy(y), be.from_numpy(labels), 5,
+                        None if w is None else be.from_numpy(w))
+    one_hot = np.eye(5)[labels] * (1.0 if w is None else w[:, None])
+    assert got.shape == (5,) + y.shape[1:] and got.dtype == dtype
+    assert_allclose(host(got), one_hot.T @ y.astype(np.float64), rtol=1e-6 if dtype ==
+                    np.float32 else 1e-13)
+
+
 @pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
 @pytest.mark.parametrize("settings", [dict(bincount_max_columns=0, group_cells_per_row=0),
                                       dict(bincount_max_columns=100,
