@@ -296,6 +296,10 @@ def counts(row_map, weights=None, dtype=np.float64):
         present = indices[indices >= 0] if row_map.has_missing else indices
         return np.bincount(present, minlength=row_map.n_source).astype(dtype)
 
+    if row_map.n_source > row_map.n_target:
+        # Fewer target rows than source rows (a row partition's share of a large
+        # dimension): kept, the counts would outweigh the map, once per partition.
+        return count()
     return row_map.cached(("counts", np.dtype(dtype).str), count)
 
 

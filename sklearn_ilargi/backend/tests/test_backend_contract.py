@@ -266,6 +266,20 @@ def test_counts(be, case, weighted, dtype):
         assert_allclose(host(got), expected, rtol=RTOL[dtype])
 
 
+def test_counts_are_kept_only_where_smaller_than_the_map():
+    """A row partition's map over a larger dimension does not keep its counts (as many as
+    the dimension's rows, once per partition); a map over a smaller source does."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(4)
+    for n_source, n_target, kept in ((1000, 50, False), (50, 1000, True)):
+        row_map = RowMap(rng.integers(-1, n_source, n_target).astype(np.int32), n_source)
+        got = be.counts(row_map)
+        assert_array_equal(got, np.bincount(row_map.indices[row_map.indices >= 0],
+                                            minlength=n_source))
+        assert any(key[0] == "counts" for key in row_map._cache
+                   if isinstance(key, tuple)) == kept
+
+
 @pytest.mark.parametrize("pair", [("identity", "identity"), ("repeats", "repeats"),
                                   ("misses", "misses"), ("repeats", "misses"),
                                   ("misses", "repeats"), ("identity", "unused_rows"),
