@@ -154,6 +154,10 @@ def _positions(row_map):
     would otherwise convert narrower indices (a copy of the whole map) on every call."""
     if row_map.indices.dtype == np.intp:
         return row_map.indices
+    whole = row_map.sliced_from()
+    if whole is not None:  # a slice of rows: a view of the whole map's positions
+        parent, start, stop = whole
+        return _positions(parent)[start:stop]
     return row_map.cached("intp", lambda: row_map.indices.astype(np.intp))
 
 
