@@ -154,6 +154,10 @@ def _positions(row_map):
     would otherwise convert narrower indices (a copy of the whole map) on every call."""
     if row_map.indices.dtype == np.intp:
         return row_map.indices
+    whole = row_map.sliced_from()
+    if whole is not None:  # a slice of rows: a view of the whole map's positions
+        parent, start, stop = whole
+        return _positions(parent)[start:stop]
     return row_map.cached("intp", lambda: row_map.indices.astype(np.intp))
 
 
@@ -296,6 +300,10 @@ def counts(row_map, weights=None, dtype=np.float64):
         present = indices[indices >= 0] if row_map.has_missing else indices
         return np.bincount(present, minlength=row_map.n_source).astype(dtype)
 
+    if row_map.n_source > row_map.n_target:
+        # Fewer target rows than source rows (a row partition's share of a large
+        # dimension): kept, the counts would outweigh the map, once per partition.
+        return count()
     return row_map.cached(("counts", np.dtype(dtype).str), count)
 
 

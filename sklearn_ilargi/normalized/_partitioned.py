@@ -68,10 +68,16 @@ def distributed_client():
 def broadcast(value):
     """``value`` as one Dask object that every partition's task reads: scattered to every
     worker of an active distributed client (sent once per worker, not once per task), else
-    one key of the graph."""
+    one key of the graph.
+
+    The client sends it straight to a worker, which copies it to the others, unless the
+    client was made with ``direct_to_workers=False``: through the scheduler, the client and
+    the scheduler would each hold a serialized copy of it (the dimensions, at once) while
+    it is sent."""
     client = distributed_client()
     if client is not None:  # a list is scattered item by item: wrap it to send it whole
-        return client.scatter([value], broadcast=True, hash=False)[0]
+        direct = client.direct_to_workers is not False
+        return client.scatter([value], broadcast=True, hash=False, direct=direct)[0]
     _, _, delayed = import_dask()
     return delayed(value, traverse=False)
 

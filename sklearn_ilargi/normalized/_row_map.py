@@ -1,5 +1,7 @@
 """The indicator matrix ``I_k`` (n_target x n_source), stored as a row map."""
 
+import weakref
+
 import numpy as np
 
 _INT32_MAX = np.iinfo(np.int32).max
@@ -29,12 +31,14 @@ class RowMap:
         share (see :mod:`sklearn_ilargi.utils._cache`).
     """
 
-    __slots__ = ("indices", "n_source", "n_target", "has_missing", "taken_from", "_cache")
+    __slots__ = ("indices", "n_source", "n_target", "has_missing", "taken_from", "_cache",
+                 "_sliced_from", "__weakref__")
 
     def __init__(self, indices, n_source, *, n_target=None, has_missing=None,
                  taken_from=None):
         self.indices = indices
         self.taken_from = taken_from
+        self._sliced_from = None
         self.n_source = int(n_source)
         if indices is None:
             self.n_target = self.n_source if n_target is None else int(n_target)
@@ -91,8 +95,22 @@ class RowMap:
         if self.indices is None:
             indices = np.arange(start, stop, dtype=index_dtype(self.n_source))
             return RowMap(indices, self.n_source, has_missing=False)
-        return RowMap(self.indices[start:stop], self.n_source,
+        rows = RowMap(self.indices[start:stop], self.n_source,
                       has_missing=None if self.has_missing else False)
+        # Held weakly: the slices are kept in this map's cache, which a strong reference
+        # would make a cycle that outlives the map.
+        rows._sliced_from = (weakref.ref(self), start, stop)
+        return rows
+
+    def sliced_from(self):
+        """``(map, start, stop)`` where this map is ``map.rows_between(start, stop)`` and
+        that map still exists, else None: a backend derives a slice's helpers as views of
+        the whole map's (one ``np.intp`` copy of the map, not one more per slice)."""
+        if self._sliced_from is None:
+            return None
+        parent, start, stop = self._sliced_from
+        parent = parent()
+        return None if parent is None else (parent, start, stop)
 
     def compose(self, inner):
         """Chain two maps: target -> ``self``'s source rows -> ``inner``'s source rows.
@@ -137,6 +155,7 @@ class RowMap:
         for key, value in state.items():
             setattr(self, key, value)
         self.taken_from = None  # the map's own indices make its fingerprint then
+        self._sliced_from = None
         self._cache = {}
 
     def __repr__(self):

@@ -88,7 +88,7 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
         sources.append(dim.source)
         template_sources.append(dim.source)
         indicators.append(pieces(1 + k))
-        column_maps.append(np.arange(first, first + width))
+        column_maps.append(first + dim.placement)
         names.append(dim.name)
         first += width
     if not sources:
@@ -106,11 +106,12 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
 
 
 class _Dimension:
-    """One joined table: its encoded source, name, and how each fact partition finds its
-    rows (``parent``, the plan position of the table its keys come from, -1 for the fact)."""
+    """One joined table: its encoded source (``placement``: the feature of each of its
+    columns, among the table's), name, and how each fact partition finds its rows
+    (``parent``, the plan position of the table its keys come from, -1 for the fact)."""
 
-    def __init__(self, name, table, source, feature_names, parent, how):
-        self.name, self.table, self.source = name, table, source
+    def __init__(self, name, table, source, placement, feature_names, parent, how):
+        self.name, self.table, self.source, self.placement = name, table, source, placement
         self.feature_names, self.parent, self.how = feature_names, parent, how
         self.index = None  # over the fact's keys: the key index; else the composed map
         self.left_keys = None
@@ -152,16 +153,14 @@ class _Plan:
             table = tables[i]
             columns = [c for c in table.columns if c not in key_columns[i]
                        and (owner != i or c != target) and (wanted is None or c in wanted)]
-            source, names = None, []
+            source, names, placement = None, [], None
             if columns:
-                # Encoded as every partition stores it (one array: its copy is sent to the
-                # workers and then dropped here).
-                encoded = from_tables(table[columns], [], categorical=categorical)
-                source, names = encoded.materialize(), list(encoded.feature_names)
-                del encoded
-                source = stored_dimension(source, np.float64, f"table {self.names[i]!r}")
+                source, names, placement = _encoded(
+                    from_tables(table[columns], [], categorical=categorical),
+                    f"table {self.names[i]!r}")
             parent = parents[i - 1]
-            dim = _Dimension(self.names[i], table, source, names, parent - 1, join.how)
+            dim = _Dimension(self.names[i], table, source, placement, names, parent - 1,
+                             join.how)
             left, right = keyed[i - 1]
             rows = _key_index(table, right, self.names[i])
             if dim.parent < 0:
@@ -282,6 +281,24 @@ def _target(kept, maps, lookup):
         raise ValueError(f"The target column {lookup.target!r} is missing for "
                          f"{int((rows < 0).sum())} target rows (a left join's misses).")
     return lookup.target_values[rows]
+
+
+def _encoded(encoded, where):
+    """A dimension's encoded matrix (``from_tables`` over that one table) as the one source
+    every partition stores, its feature names, and the feature of each source column.
+
+    The encoding is a single block over the table's own rows, already in its stored layout:
+    it is that block's source itself, not a copy (a join of it would be as large again, and
+    its layout a third copy, at once on the client). Anything else is joined."""
+    names = list(encoded.feature_names)
+    blocks = encoded.blocks
+    if (len(blocks) == 1 and encoded.shift is None and blocks[0].row_map.is_identity
+            and blocks[0].shape == encoded.shape):
+        source, placement = blocks[0].source, np.asarray(blocks[0].columns)
+    else:
+        source, placement = encoded.materialize(), np.arange(encoded.shape[1])
+    del encoded, blocks
+    return stored_dimension(source, np.float64, where), names, placement
 
 
 def _item(arrays, position):

@@ -266,6 +266,39 @@ def test_counts(be, case, weighted, dtype):
         assert_allclose(host(got), expected, rtol=RTOL[dtype])
 
 
+def test_slices_of_a_map_view_its_positions():
+    """The maps of slices of rows (a product's slices) read their np.intp positions from the
+    whole map's, not a copy each; a slice outliving its map, or pickled, still gathers."""
+    import pickle
+
+    be = get_backend("cpu")
+    z = np.arange(20.0).reshape(10, 2)
+    row_map = RowMap(np.array([3, -1, 9, 0, 0, 5, -1, 2], dtype=np.int32), 10)
+    expected = np.where(row_map.indices[:, None] >= 0, z[row_map.indices], 0.0)
+    rows = row_map.rows_between(2, 6)
+    assert_array_equal(be.gather_rows(z, rows), expected[2:6])
+    assert np.shares_memory(cpu_module._positions(rows), cpu_module._positions(row_map))
+    assert not rows._cache
+    assert_array_equal(be.gather_rows(z, pickle.loads(pickle.dumps(rows))), expected[2:6])
+    del row_map
+    assert rows.sliced_from() is None
+    assert_array_equal(be.gather_rows(z, rows), expected[2:6])
+
+
+def test_counts_are_kept_only_where_smaller_than_the_map():
+    """A row partition's map over a larger dimension does not keep its counts (as many as
+    the dimension's rows, once per partition); a map over a smaller source does."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(4)
+    for n_source, n_target, kept in ((1000, 50, False), (50, 1000, True)):
+        row_map = RowMap(rng.integers(-1, n_source, n_target).astype(np.int32), n_source)
+        got = be.counts(row_map)
+        assert_array_equal(got, np.bincount(row_map.indices[row_map.indices >= 0],
+                                            minlength=n_source))
+        assert any(key[0] == "counts" for key in row_map._cache
+                   if isinstance(key, tuple)) == kept
+
+
 @pytest.mark.parametrize("pair", [("identity", "identity"), ("repeats", "repeats"),
                                   ("misses", "misses"), ("repeats", "misses"),
                                   ("misses", "repeats"), ("identity", "unused_rows"),

@@ -192,3 +192,61 @@ def test_the_key_indexes_are_small_and_leave_the_workers():
             time.sleep(0.05)
         assert not any(str(key).startswith("_Lookup") for key in held)
         assert_same(expected, (X, y))
+
+
+def test_each_dimension_is_held_once_while_planning():
+    """The client plans with each dimension encoded once, in its stored layout: its source
+    is the encoding itself (no join of it, no relaid copy), its columns placed as the
+    in-memory from_tables places them (a category before a number here)."""
+    import tracemalloc
+
+    from sklearn_ilargi.tables._partitioned import _Plan
+
+    rng = np.random.default_rng(7)
+    n = 200_000
+    orders = pd.DataFrame({"order": np.arange(n), "status": rng.choice(["F", "O", "P"], n),
+                           "price": rng.random(n) * 1e6, "day": pd.Timestamp("1995-01-01")
+                           + pd.to_timedelta(rng.integers(0, 2000, n), unit="D"),
+                           "priority": rng.choice(["1-URGENT", "2-HIGH", "3-LOW"], n)})
+    lines = pd.DataFrame({"order": rng.integers(0, n, 50), "units": rng.random(50),
+                          "y": rng.random(50)})
+    joins = [Join(orders, on="order", name="orders")]
+    frame = dd.from_pandas(lines, npartitions=2)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        plan = _Plan(frame, joins, "y", None, "onehot")
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    (dim,) = plan.dims
+    assert dim.source.flags.f_contiguous and dim.source.shape == (n, 8)
+    assert peak < 1.5 * dim.source.nbytes
+    assert_same(from_tables(lines, joins, target="y"), from_tables(frame, joins, target="y"))
+
+
+def test_the_dimensions_go_straight_to_the_workers():
+    """The dimensions are scattered from the client to the workers directly (through the
+    scheduler the client and the scheduler would each serialize a copy), unless the client
+    says otherwise."""
+    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    sales, stores, regions = tables(seed=2)
+    joins = snowflake(stores, regions, "inner")
+    expected = from_tables(sales, joins, target="y")
+    for direct_to_workers, direct in ((None, True), (False, False)):
+        with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster, set_as_default=False,
+                                   direct_to_workers=direct_to_workers) as client, \
+                client.as_current(), dask.config.set(scheduler=client.get):
+            calls, scatter = [], client.scatter
+
+            def spy(*args, **kwargs):
+                calls.append(kwargs.get("direct"))
+                return scatter(*args, **kwargs)
+
+            client.scatter = spy
+            got = from_tables(dd.from_pandas(sales, npartitions=3), joins, target="y")
+            assert calls and set(calls) == {direct}
+            assert_same(expected, got)
