@@ -35,9 +35,18 @@ def fit_both(nm, T, k, init, sample_weight=None, **params):
 
 
 def _without_ties(T, centers):
-    """Whether every row is clearly nearer one center than the others: at a tie, rounding
-    (ours or scikit-learn's) picks the label, and the runs part ways from there."""
-    distances = np.sort(((T[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2), axis=1)
+    """Whether every row is clearly nearer one center than the others, and where a center
+    is left without rows, the rows that refill the empty ones are clearly the farthest from
+    their centers: at a tie, rounding (ours or scikit-learn's) picks the label or the row,
+    and the runs part ways from there."""
+    distances = ((T[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2)
+    labels = distances.argmin(axis=1)
+    n_empty = len(centers) - len(np.unique(labels))
+    if n_empty:
+        farthest = np.sort(distances[np.arange(len(T)), labels])[::-1][:n_empty + 1]
+        if not np.all(-np.diff(farthest) > 1e-9 * (1 + farthest[0])):
+            return False
+    distances = np.sort(distances, axis=1)
     return distances.shape[1] < 2 or bool(
         np.all(distances[:, 1] - distances[:, 0] > 1e-9 * (1 + distances[:, 1])))
 
