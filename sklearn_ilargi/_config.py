@@ -249,12 +249,19 @@ OPTIONS = {
             "column (both summing in an order the hardware picks; kept to be measured)."),
     "one_thread_cells": Option(
         1 << 22, "int",
-        doc="Logistic regression limits its pointwise loss to one thread below this many "
-            "cells of ``X`` (small evaluations lose more to thread start-up than they gain; "
-            "its products always run on one BLAS thread); BLAS is limited to one thread for "
-            "the gram's products of factorized blocks below this "
-            "many cells of theirs, and ``FactorizedRidgeCV`` for a whole fit, below this many "
-            "cells of ``X``, and for each eigendecomposition, below this many of its matrix."),
+        doc="BLAS is limited to one thread for the gram's products of factorized blocks below "
+            "this many cells of theirs, for the solve of the normal equations below this many "
+            "cells of the gram, and ``FactorizedRidgeCV`` for a whole fit, below this many "
+            "cells of ``X``, and for each eigendecomposition, below this many of its matrix "
+            "(small products lose more to thread start-up than they gain)."),
+    "parallel_loss_samples": Option(
+        1 << 17, "int",
+        doc="Logistic regression evaluates its pointwise loss and gradient on all of "
+            "OpenMP's threads where it has at least this many samples, else on one, as "
+            "scikit-learn's always does: the loss of fewer samples takes less time than "
+            "waking the other threads for each evaluation, and the threads left waiting "
+            "after it take cores from the work that follows (its products always run on one "
+            "BLAS thread)."),
     # Reading tables.
     "table_chunk_rows": Option(
         1 << 18, "count",

@@ -444,6 +444,13 @@ def weighted_gram(s, weights=None):
     return _dense.weighted_gram(s, _on_device(weights))
 
 
+def sum_of_centered_slices(s, mean, term):
+    """``term(0, n_rows, s - mean)``: one slice of every row, in a centered copy on the device,
+    whose memory bandwidth leaves little to gain from slices that stay in a cache (the CPU
+    backend's slices keep theirs in it)."""
+    return term(0, s.shape[0], s - mean)
+
+
 def column_sums(s, weights=None):
     """Column sums of ``diag(weights) @ s``."""
     weights = _on_device(weights)

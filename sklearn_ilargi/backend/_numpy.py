@@ -524,6 +524,55 @@ def _gram_of_column_pairs(s, weights):
     return out
 
 
+def sum_of_centered_slices(s, mean, term):
+    """The sum of ``term(start, stop, s[start:stop] - mean)`` over consecutive slices of the
+    rows of a dense ``s``: a reduction over ``s - 1 mean^T`` without its copy.
+
+    Each slice is centered into a buffer that the next one reuses, of about
+    ``slice_working_memory`` MiB (a setting; at least as many rows as ``s`` has columns, so
+    that a gram's work per slice outweighs adding it up), so it is still in the cache when
+    ``term`` reads it, and ``s`` is read once whatever ``term`` does with its slices. A matrix
+    of at least ``parallel_slice_rows`` rows (a setting) is cut into one range of rows per
+    thread, summed side by side (BLAS on one thread in each); a smaller one is one range,
+    whose slices BLAS shares out on its own threads.
+
+    Parameters
+    ----------
+    s : ndarray of shape (n_rows, n_columns)
+    mean : ndarray of shape (n_columns,)
+        Of ``s``'s dtype.
+    term : callable
+        ``term(start, stop, centered)``, with ``centered`` the rows ``start:stop`` of
+        ``s - mean`` (a buffer that the next slice overwrites), returns an array of a
+        shape that does not depend on the slice. It is called once, on no rows, where
+        ``s`` has none.
+
+    Returns
+    -------
+    ndarray
+    """
+    n_rows, n_columns = s.shape
+    parts = threads() if n_rows >= get_config()["parallel_slice_rows"] else 1
+    bounds = np.linspace(0, n_rows, parts + 1).astype(np.int64)
+    budget = int(get_config()["slice_working_memory"] * 2**20) // max(n_columns * s.itemsize, 1)
+    step = max(budget, n_columns, 1)
+    sums = map_in_threads(lambda part: _sum_of_centered_slices(s, mean, term, step, *part),
+                          zip(bounds[:-1], bounds[1:]))
+    return functools.reduce(operator.add, sums)
+
+
+def _sum_of_centered_slices(s, mean, term, step, first_row, end_row):
+    """:func:`sum_of_centered_slices` over the rows ``first_row:end_row`` of ``s``."""
+    buffer = np.empty((min(step, end_row - first_row), s.shape[1]), dtype=s.dtype)
+    total = None
+    for start in range(first_row, max(end_row, first_row + 1), step):
+        stop = min(start + step, end_row)
+        centered = np.subtract(s[start:stop], mean, out=buffer[:stop - start])
+        value = term(start, stop, centered)
+        total = value if total is None else total + value
+    return total
+
+
 def column_sums(s, weights=None):
     """Column sums of ``diag(weights) @ s``."""
     if not sp.issparse(s):

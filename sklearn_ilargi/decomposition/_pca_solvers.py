@@ -78,14 +78,15 @@ def pca_profile(solver, n_components, shape, *, tol, iterated_power, n_oversampl
     """The operations of one PCA solver, for the dispatcher.
 
     The materialized path builds the join dense only for the closed forms: the covariance
-    (``own_covariance``, which centers a dense copy of the join) and scikit-learn's full SVD
-    (a centered copy, LAPACK's copy and the left singular vectors: about three copies). The
+    (``own_covariance``, summed over slices of the join's rows, each centered as it is read:
+    no copy) and scikit-learn's full SVD (a centered copy, LAPACK's copy and the left
+    singular vectors: about three copies). The
     truncated solvers run on the CSR join where the sources are sparse: scikit-learn's PCA
     for ``"arpack"``, this module's products for ``"randomized"`` (which scikit-learn
     refuses on sparse input); on a dense join they take one centered copy.
     """
     if solver in CLOSED_FORMS:
-        copies = 1 if own_covariance else 3
+        copies = 0 if own_covariance else 3
     else:
         copies = 1
     common = dict(sklearn_fit=solver != "randomized", dense_join=solver in CLOSED_FORMS,

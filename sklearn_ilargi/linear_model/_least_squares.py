@@ -58,10 +58,9 @@ def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, solvers, max_it
         The rank of the (centered) gram for the closed form, None for the others.
     """
     name = type(estimator).__name__
-    # With an intercept, a dense join is centered in a copy (see TrainingMatrix.centered).
-    copies = int(bool(estimator.fit_intercept))
     profiles = [replace(_profile(solver, X.shape, y2.shape[1], max_iter, estimator.tol, name),
-                        join_copies=copies) for solver in solvers]
+                        join_copies=_join_copies(solver, estimator.fit_intercept))
+                for solver in solvers]
     profile = replace(profiles[0], alternatives=tuple(profiles[1:]))
     matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
     solver = estimator.decision_.solver
@@ -110,6 +109,14 @@ def _profile(solver, shape, n_targets, max_iter, tol, name):
                                 iterations=iterations, max_iter=limit, name=name,
                                 solver=solver)
     return OperationProfile(gram=1, rmatmul=2, width=n_targets, name=name, solver=solver)
+
+
+def _join_copies(solver, fit_intercept):
+    """Dense copies of a dense join that ``solver`` makes: with an intercept, LSQR and
+    conjugate gradients multiply a centered copy; the closed form takes its sums from slices
+    of the rows, centered as they are read, and gradient descent corrects its products by
+    the mean (see ``TrainingMatrix.centered``)."""
+    return int(bool(fit_intercept) and solver in ITERATIVE_SOLVERS)
 
 
 def _iteration_limit(solver, shape, max_iter):

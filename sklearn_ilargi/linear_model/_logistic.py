@@ -331,9 +331,9 @@ def logistic_path(matrix, y_index, n_classes, sample_weight, Cs, *, fit_intercep
     # The products run on one BLAS thread: they are matrix-vector products, bound by the
     # memory they read, and BLAS threads that wait for work after each one keep the cores
     # from the pointwise loss's OpenMP threads, which do the arithmetic. Below
-    # ``one_thread_cells`` the loss runs on one thread too: each evaluation would pay more
-    # for waking the others than they bring (``benchmarks/estimators.py`` times the fits).
-    small = matrix.shape[0] * matrix.shape[1] < get_config()["one_thread_cells"]
+    # ``parallel_loss_samples`` the loss runs on one thread too: each evaluation would pay
+    # more for waking the others than they bring (``benchmarks/estimators.py`` times the fits).
+    small = matrix.shape[0] < get_config()["parallel_loss_samples"]
     n_threads = 1 if small else _openmp_effective_n_threads()
     loss = LogisticLoss(matrix, y_index, n_classes, sample_weight, fit_intercept, 0.0,
                         n_threads=n_threads)

@@ -96,13 +96,14 @@ class TrainingMatrix:
         self._backend = X.backend if is_normalized(X) else backend_of(X)
         self._row_norms_squared = None
         self._fingerprint = _UNKNOWN
+        self._centered_from = None
 
     @property
     def X(self):
         """The matrix itself; a centered one is built when first needed (see
         :meth:`centered`)."""
         if self._X is None:
-            self._X, self._build = self._build(), None
+            self._X, self._build, self._centered_from = self._build(), None, None
         return self._X
 
     @property
@@ -121,6 +122,7 @@ class TrainingMatrix:
         out.shape, out.dtype, out._backend = parent.shape, parent.dtype, parent._backend
         out._row_norms_squared = None
         out._fingerprint = _UNKNOWN
+        out._centered_from = None
         return out
 
     # ------------------------------------------------------------------ pickling
@@ -128,7 +130,7 @@ class TrainingMatrix:
         """The state without what does not pickle: the backend travels by its name, and a
         deferred matrix is built (its build is a closure)."""
         state = dict(self.__dict__)
-        state["_X"], state["_build"] = self.X, None
+        state["_X"], state["_build"], state["_centered_from"] = self.X, None, None
         state["_backend"] = self._backend.name
         if state["_fingerprint"] is _UNKNOWN:  # a sentinel is another object once unpickled
             del state["_fingerprint"]
@@ -138,6 +140,7 @@ class TrainingMatrix:
         state = dict(state)
         state["_backend"] = get_backend(state["_backend"])
         state.setdefault("_fingerprint", _UNKNOWN)
+        state.setdefault("_centered_from", None)
         self.__dict__.update(state)
 
     def _kind_of_X(self):
@@ -227,7 +230,16 @@ class TrainingMatrix:
         -------
         ndarray of shape (n_features,) or (n_features, p)
         """
-        return self._reused("rmatmul", lambda: self.rmatmul(R), np.asarray(R))
+        return self._reused("rmatmul", lambda: self._rmatmul_once(R), np.asarray(R))
+
+    def _rmatmul_once(self, R):
+        """:meth:`rmatmul`, for a product that a fit takes once: a dense array centered and not
+        built yet (see :meth:`centered`) takes it from slices of its rows, and is not built."""
+        if not self._in_centered_slices():
+            return self.rmatmul(R)
+        R_here = self._backend.from_numpy(R)
+        return to_numpy(self._sum_over_rows(
+            lambda start, stop, rows: self._backend.dot(rows.T, R_here[start:stop])))
 
     def argmin_of_product(self, W, bias, values=True):
         """For each row of ``(X - 1 offset^T) @ W + bias``: the column of its smallest entry
@@ -365,10 +377,12 @@ class TrainingMatrix:
 
     def _gram(self, sample_weight):
         weights = self._on_device(sample_weight)
-        if is_normalized(self.X):
+        if is_normalized(self._kind_of_X()):  # a dense kind is not built: see centered
             out = self._host(self.X.gram(weights))
         else:
-            out = self._host(self._backend.weighted_gram(self.X, weights))
+            out = self._host(self._sum_over_rows(
+                lambda start, stop, rows: self._backend.weighted_gram(
+                    rows, None if weights is None else weights[start:stop])))
         if self.offset is not None:
             sums = TrainingMatrix(self.X).column_sums(sample_weight)
             total = self.shape[0] if sample_weight is None else sample_weight.sum()
@@ -404,13 +418,14 @@ class TrainingMatrix:
                             sample_weight, beside)
 
     def _gram_with(self, beside, sample_weight):
-        X, n_columns = self.X, self.shape[1]
-        if is_normalized(X) and X.dtype == np.float64 and not is_partitioned(X):
-            return self._host(_gram_beside(X, beside, self._on_device(sample_weight)))
+        n_columns = self.shape[1]
+        kind = self._kind_of_X()  # a dense kind is not built: see centered
+        if is_normalized(kind) and kind.dtype == np.float64 and not is_partitioned(kind):
+            return self._host(_gram_beside(self.X, beside, self._on_device(sample_weight)))
         out = np.empty((n_columns + beside.shape[1],) * 2)
         weighted = beside if sample_weight is None else sample_weight[:, None] * beside
         out[:n_columns, :n_columns] = self.gram(sample_weight)
-        out[:n_columns, n_columns:] = self.rmatmul(weighted)
+        out[:n_columns, n_columns:] = self._rmatmul_once(weighted)
         out[n_columns:, :n_columns] = out[:n_columns, n_columns:].T
         out[n_columns:, n_columns:] = beside.T @ weighted
         return out
@@ -420,9 +435,13 @@ class TrainingMatrix:
 
         A NormalizedMatrix has ``mean`` subtracted from its dense sources (a copy of each)
         and keeps a rank-one term for its sparse ones
-        (``NormalizedMatrix.with_shift_in_sources``); a dense array is copied, centered, as
-        scikit-learn centers dense input; a sparse matrix, which centering would fill, takes
-        ``mean`` into its offset, as scikit-learn centers sparse input.
+        (``NormalizedMatrix.with_shift_in_sources``); a sparse matrix, which centering would
+        fill, takes ``mean`` into its offset, as scikit-learn centers sparse input. A dense
+        array is centered as scikit-learn centers dense input, but without its copy where it
+        can: its sums over the rows (:meth:`gram`, :meth:`column_sums_of_squares`,
+        :meth:`reused_rmatmul`, :meth:`gram_with`) are taken from slices of its rows, each
+        centered as it is read; the other results (the products of an iterative solver,
+        which read it many times) build the centered copy once.
 
         Parameters
         ----------
@@ -440,17 +459,22 @@ class TrainingMatrix:
             mean = self.offset + mean
         # The kind of X, without building a deferred one (a fold's rows, compacted).
         kind, backend = self._kind_of_X(), self._backend
+        if backend.is_sparse(kind):
+            return TrainingMatrix(self.X, mean)
         if is_normalized(kind):
             def build():
                 return ops.centered(self.X, mean)
-        elif backend.is_sparse(kind):
-            return TrainingMatrix(self.X, mean)
         else:
+            mean_here = backend.asarray(mean, dtype=self.dtype)
+
             def build():
-                return self.X - backend.asarray(mean, dtype=self.dtype)
-        # Built when first needed: a fit whose centered results all come from the cache
-        # copies no source.
-        return self._deferred(self, build, ("centered", mean))
+                return self.X - mean_here
+        # Built when first needed: a fit whose centered results all come from the cache, or
+        # (a dense array) from slices of its rows, copies no source.
+        out = self._deferred(self, build, ("centered", mean))
+        if not is_normalized(kind):
+            out._centered_from = (self, mean_here)
+        return out
 
     def centered_gram(self, mean, sample_weight=None):
         """``(X - 1 mean^T).T @ diag(sample_weight) @ (X - 1 mean^T)``, centered as
@@ -485,12 +509,15 @@ class TrainingMatrix:
 
     def _column_sums_of_squares(self, sample_weight):
         weights = self._on_device(sample_weight)
-        if is_normalized(self.X):
+        kind = self._kind_of_X()  # a dense kind is not built: see centered
+        if is_normalized(kind):
             out = self._host(ops.column_sums_of_squares(self.X, weights))
+        elif self._backend.is_sparse(kind):
+            out = self._host(self._backend.column_sums(self.X.multiply(self.X), weights))
         else:
-            squares = self.X.multiply(self.X) if self._backend.is_sparse(self.X) else \
-                self.X * self.X
-            out = self._host(self._backend.column_sums(squares, weights))
+            out = self._host(self._sum_over_rows(
+                lambda start, stop, rows: self._backend.column_sums(
+                    rows * rows, None if weights is None else weights[start:stop])))
         if self.offset is not None:
             sums = TrainingMatrix(self.X).column_sums(sample_weight)
             total = self.shape[0] if sample_weight is None else sample_weight.sum()
@@ -762,6 +789,20 @@ class TrainingMatrix:
     @staticmethod
     def _host(a):
         return np.asarray(to_numpy(a), dtype=np.float64)
+
+    def _in_centered_slices(self):
+        """Whether this is a dense array centered and not built yet (see :meth:`centered`)."""
+        return self._X is None and self._centered_from is not None
+
+    def _sum_over_rows(self, term):
+        """``term(0, n_samples, X)``; for a dense array centered and not built yet (see
+        :meth:`centered`), the sum of ``term(start, stop, rows)`` over slices of the rows of
+        the array it centers, each centered as it is read (the backend's
+        ``sum_of_centered_slices``), so that it is not built."""
+        if not self._in_centered_slices():
+            return term(0, self.shape[0], self.X)
+        parent, mean = self._centered_from
+        return self._backend.sum_of_centered_slices(parent.X, mean, term)
 
     def _refuse_offset(self, what):
         """Refuse a square of dense data with an offset (a sparse ``X`` takes it)."""

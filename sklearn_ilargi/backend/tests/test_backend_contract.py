@@ -532,6 +532,38 @@ def test_sparse_weighted_gram_by_dense_slices(be, fmt, weights, densify_ratio, s
         assert_array_equal(got, got.T)
 
 
+@pytest.mark.parametrize("n_rows", [0, 1, 23])
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("working_memory", [1e-9, 1e-3, 64.0])
+@pytest.mark.parametrize("parallel_rows", [1, 1 << 30])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sum_of_centered_slices_is_the_term_of_the_centered_rows(be, n_rows, layout,
+                                                                 working_memory,
+                                                                 parallel_rows, dtype):
+    """A slice of as many rows as there are columns, a few, or all at once; in one range of
+    rows per thread, or one range: the gram of the centered matrix and its product with
+    the rows of a second operand (each slice told which rows it holds), next to a mean of
+    1e6, and ``s`` left as it was."""
+    gen = np.random.default_rng(n_rows)
+    values = (gen.standard_normal((n_rows, 4)) + 1e6).astype(dtype)
+    s = values if layout == "C" else np.asfortranarray(values)
+    mean = values.mean(axis=0, dtype=np.float64).astype(dtype) if n_rows else np.ones(4, dtype)
+    R = gen.standard_normal((n_rows, 2))
+    ds, dR = be.from_numpy(s), be.from_numpy(R)
+
+    def term(start, stop, centered):
+        assert centered.shape == (stop - start, 4)
+        return be.xp.concatenate([centered.T @ centered, centered.T @ dR[start:stop]], axis=1)
+
+    with config_context(slice_working_memory=working_memory,
+                        parallel_slice_rows=parallel_rows):
+        got = host(be.sum_of_centered_slices(ds, be.from_numpy(mean), term))
+    C = values.astype(np.float64) - mean
+    assert_allclose(got, np.hstack([C.T @ C, C.T @ R]), rtol=RTOL[dtype],
+                    atol=RTOL[dtype] * max(n_rows, 1))
+    assert_array_equal(host(ds), values)
+
+
 def test_sparse_gram_densifies_slices_only_where_dense_enough():
     """Dense copies of slices where they multiply at most ``sparse_gram_densify_ratio`` times
     what the sparse product multiplies (about the ratio times the density), never at 0."""

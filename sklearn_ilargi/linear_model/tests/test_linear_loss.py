@@ -88,7 +88,7 @@ def test_large_fits_use_openmp_threads(monkeypatch):
     nm, T, rng = scenario(5)
     y = rng.integers(0, 2, T.shape[0])
     FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
-    with config_context(one_thread_cells=0):
+    with config_context(parallel_loss_samples=0):
         FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     assert seen == [1, _openmp_effective_n_threads()]
 

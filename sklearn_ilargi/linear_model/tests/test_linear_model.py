@@ -388,8 +388,8 @@ def test_minimum_norm_solve_with_and_without_cholesky(monkeypatch, smallest, cho
 
 def test_logistic_products_run_on_one_blas_thread(monkeypatch):
     """The products run with BLAS limited to one thread, whatever the size; the pointwise loss
-    runs on one OpenMP thread below ``one_thread_cells`` and on all above; the model is the
-    same either way."""
+    runs on one OpenMP thread below ``parallel_loss_samples`` and on all above; the model is
+    the same either way."""
     from threadpoolctl import threadpool_info
 
     from sklearn_ilargi.linear_model import _logistic
@@ -408,7 +408,7 @@ def test_logistic_products_run_on_one_blas_thread(monkeypatch):
     one = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     assert seen and set(seen) == {(1, 1)}
     seen.clear()
-    with config_context(one_thread_cells=0):
+    with config_context(parallel_loss_samples=0):
         as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     assert set(seen) == {(1, _logistic._openmp_effective_n_threads())}
     assert_allclose(one.coef_, as_is.coef_, rtol=1e-8, atol=1e-10)

@@ -125,6 +125,38 @@ def test_centered_squares_are_the_joins(case):
             assert_array_equal(matrix.constant_columns(), (T == T[:1]).all(axis=0))
 
 
+@pytest.mark.parametrize("working_memory", [1e-9, 64.0])
+@pytest.mark.parametrize("parallel_rows", [1, 1 << 30])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_centered_array_sums_its_rows_without_a_copy(working_memory, parallel_rows,
+                                                     weighted):
+    """A centered ndarray's sums over its rows (the gram, the sums of squares, the closed
+    forms' ``X.T @ y``, the gram beside more columns) come from slices of its rows, each
+    centered as it is read, with the centered copy's digits next to a mean of 1e7; the copy
+    is built for the products of an iterative solver, and serves the sums after them."""
+    gen = np.random.default_rng(0)
+    T = gen.standard_normal((50, 3)) * [1.0, 1e-3, 10.0] + 1e7
+    T_before = T.copy()
+    mu = T.mean(axis=0)
+    C = T - mu
+    weight = gen.random(50) if weighted else None
+    W = np.ones(50) if weight is None else weight
+    R = gen.standard_normal((50, 2))
+    both = np.hstack([C, R, np.ones((50, 1))])
+    with config_context(slice_working_memory=working_memory,
+                        parallel_slice_rows=parallel_rows):
+        centered = TrainingMatrix(T).centered(mu)
+        close(centered.gram(weight), C.T @ (W[:, None] * C))
+        close(centered.column_sums_of_squares(weight), W @ (C * C))
+        close(centered.reused_rmatmul(R), C.T @ R)
+        close(centered.gram_with(R, weight), both.T @ (W[:, None] * both))
+        assert centered._X is None  # no copy
+        close(centered.matmul(np.ones(3)), C.sum(axis=1))
+        assert centered._X is not None
+        close(centered.gram(weight), C.T @ (W[:, None] * C))
+    assert_array_equal(T, T_before)
+
+
 @SETTINGS
 @given(scenarios())
 def test_extremes_are_the_joins(case):
