@@ -732,6 +732,11 @@ class TrainingMatrix:
         """:meth:`select_rows`, then :meth:`compacted`: for a selection that several
         products will read (a fold of cross-validation).
 
+        Consecutive rows (``KFold``'s folds without shuffling) are taken as a view of this
+        matrix instead: the sources and the row maps are shared, sliced, so that nothing is
+        copied and the helpers that the products keep on each map (its positions, its
+        slices) are the whole map's, not derived again for each selection.
+
         The selection's key in the cache is its parent's and the rows (the copies are not
         digested).
 
@@ -747,7 +752,11 @@ class TrainingMatrix:
         if not _compactable(self.X):
             return self.select_rows(indices)
 
+        consecutive = _consecutive(indices)
+
         def build():
+            if consecutive is not None:
+                return _rows_between(self.X, *consecutive)
             return _compacted(self.X[indices])
 
         out = self._deferred(self, build, ("compact_rows", indices))
@@ -877,6 +886,33 @@ def _reordered(nm, order):
                       if be.is_sparse(source) else be.gather_rows(source, picked))
         blocks.append(block.with_(source=source, row_map=maps[key]))
     return nm._like(blocks)
+
+
+def _consecutive(indices):
+    """``(start, stop)`` where ``indices`` are the rows ``start:stop`` in order (at least
+    one), else None."""
+    if indices.ndim != 1 or not len(indices) or indices.dtype.kind not in "iu":
+        return None
+    start = int(indices[0])
+    if start < 0 or int(indices[-1]) - start != len(indices) - 1:
+        return None
+    return (start, start + len(indices)) if bool((np.diff(indices) == 1).all()) else None
+
+
+def _rows_between(nm, start, stop):
+    """The rows ``start:stop`` of ``nm`` over its own sources: the identity's sources sliced
+    (views), every other map sliced (``RowMap.rows_between``, a view). Blocks that share a
+    row map share its slice, as the products group blocks by it."""
+    maps = {}
+    blocks = []
+    for block in nm.blocks:
+        row_map = block.row_map
+        if id(row_map) not in maps:
+            maps[id(row_map)] = (RowMap.identity(stop - start) if row_map.is_identity
+                                 else row_map.rows_between(start, stop))
+        source = block.source[start:stop] if row_map.is_identity else block.source
+        blocks.append(block.with_(source=source, row_map=maps[id(row_map)]))
+    return nm._like(blocks, shape=(stop - start, nm.shape[1]))
 
 
 def _compacted(nm):
