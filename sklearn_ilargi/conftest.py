@@ -5,11 +5,22 @@
 backend imports CuPy when it is imported, and its examples need a GPU; the TPC-H examples
 generate tables with tpchgen-cli (the ``datasets`` extra). Without them, the CuPy backend is
 not collected and the TPC-H examples are skipped with the reason.
+
+The property-based tests draw new random examples on every run, so that each run explores
+cases the others did not. Where the ``CI`` environment variable is set (``.ci/run`` sets it),
+they draw the same examples every time (hypothesis' ``derandomize``): a landing does not
+depend on the draw, and a failure it reports is reproduced by running the suite again.
 """
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from sklearn_ilargi.backend import gpu_available
 from sklearn_ilargi.datasets._tpch import GENERATOR_MISSING, generator_path
