@@ -24,6 +24,8 @@ Usage::
     python benchmarks/batch.py --tpch-scale 0.02     # a scale that fits a shared machine
     python benchmarks/batch.py --section selection --onehot-rows 20000
     python benchmarks/batch.py --section selection --no-sklearn-join   # a shared machine
+    python benchmarks/batch.py --section selection --no-sklearn-join --no-grid-search \
+        --selection-repeats 3                        # FactorizedRidgeCV against one fit
     python benchmarks/batch.py --section batch --per-family 2 --size-scale 0.3
 
 Writes ``benchmarks/results/batch.json`` (``batch_selection.json`` or ``batch_batch.json``
@@ -116,7 +118,8 @@ def ridge_cv_class():
     return FactorizedRidgeCV
 
 
-def selection_case(label, description, repeats, search_alphas, sklearn_join=True):
+def selection_case(label, description, repeats, search_alphas, sklearn_join=True,
+                   grid_search=True):
     """Time the searches of one dataset; returns its row of results.
 
     The two searches that share no work across penalties (the grid search without the
@@ -126,7 +129,8 @@ def selection_case(label, description, repeats, search_alphas, sklearn_join=True
     they run on that many of the penalties, spread over the range, and
     their time for all of them is extrapolated: ``(5 * 30 + 1) / (5 * k + 1)`` times the
     fits (the refit included), plus scikit-learn's join once. Measured and extrapolated
-    seconds are both kept, and the row says so.
+    seconds are both kept, and the row says so. Without ``grid_search``, the two grid
+    searches are left out (``FactorizedRidgeCV`` against one fit, in minutes less).
     """
     X, y = from_tables(**description)
     print(f"\n{label}: {X.shape[0]} rows x {X.shape[1]} columns, {len(X.blocks)} blocks",
@@ -162,6 +166,8 @@ def selection_case(label, description, repeats, search_alphas, sklearn_join=True
 
     functions = {"grid_search": lambda: search(few), "grid_search_cached": search_with_cache,
                  "one_fit": one_fit, "sklearn_ridge_cv_with_join": sklearn_on_the_join}
+    if not grid_search:
+        del functions["grid_search"], functions["grid_search_cached"]
     ridge_cv = ridge_cv_class()
     if ridge_cv is not None:
         functions["ridge_cv"] = lambda: ridge_cv(alphas=ALPHAS, cv=FOLDS).fit(X, y)
@@ -174,21 +180,24 @@ def selection_case(label, description, repeats, search_alphas, sklearn_join=True
     times = dict(zip(functions, median_times(list(functions.values()), repeats=repeats,
                                              warmup=0)))
     measured = dict(times)
-    times["grid_search"] *= scale
+    if grid_search:
+        times["grid_search"] *= scale
     if not skipped:
         join = recorded["join_seconds"]
         times["sklearn_ridge_cv_with_join"] = join + (measured["sklearn_ridge_cv_with_join"]
                                                      - join) * scale
-    info = recorded["cache"]  # what the last run with the cache did
     row = {"dataset": label, "shape": list(X.shape), "seconds": times,
-           "strategy": one_fit().strategy_,
-           "cache_hits": info.hits, "cache_misses": info.misses, "ratios": {
-               "grid_search / grid_search_cached": times["grid_search"]
-               / times["grid_search_cached"]}}
-    if k < len(ALPHAS):
+           "strategy": one_fit().strategy_, "ratios": {}}
+    if grid_search:
+        info = recorded["cache"]  # what the last run with the cache did
+        row.update(cache_hits=info.hits, cache_misses=info.misses)
+        row["ratios"]["grid_search / grid_search_cached"] = (times["grid_search"]
+                                                             / times["grid_search_cached"])
+    extrapolated = [n for n in ("grid_search", "sklearn_ridge_cv_with_join") if n in measured]
+    if k < len(ALPHAS) and extrapolated:
         row["measured_seconds"] = measured
         row["extrapolated"] = (
-            f"grid_search and sklearn_ridge_cv_with_join ran {k} of the {len(ALPHAS)} "
+            f"{' and '.join(extrapolated)} ran {k} of the {len(ALPHAS)} "
             f"penalties; their seconds are extrapolated (fits times {scale:.3g}, "
             "scikit-learn's join once)")
     if skipped:
@@ -197,8 +206,9 @@ def selection_case(label, description, repeats, search_alphas, sklearn_join=True
                        "scikit-learn's RidgeCV left out (--no-sklearn-join)")
     else:
         row["join_seconds"] = recorded["join_seconds"]
-        row["ratios"]["sklearn_ridge_cv_with_join / grid_search_cached"] = (
-            times["sklearn_ridge_cv_with_join"] / times["grid_search_cached"])
+        if grid_search:
+            row["ratios"]["sklearn_ridge_cv_with_join / grid_search_cached"] = (
+                times["sklearn_ridge_cv_with_join"] / times["grid_search_cached"])
     if ridge_cv is None:
         row["note"] = "FactorizedRidgeCV is not in this version: its rows are left out."
     else:
@@ -206,8 +216,9 @@ def selection_case(label, description, repeats, search_alphas, sklearn_join=True
         if not skipped:
             row["ratios"]["sklearn_ridge_cv_with_join / ridge_cv"] = (
                 times["sklearn_ridge_cv_with_join"] / times["ridge_cv"])
-        row["ratios"]["grid_search_cached / ridge_cv"] = (
-            times["grid_search_cached"] / times["ridge_cv"])
+        if grid_search:
+            row["ratios"]["grid_search_cached / ridge_cv"] = (
+                times["grid_search_cached"] / times["ridge_cv"])
     return row
 
 
@@ -222,8 +233,9 @@ def print_selection(rows):
               f"{row['strategy']} | {ratios} |")
     for row in rows:
         seconds = ", ".join(f"{k} {v:.2f}" for k, v in row["seconds"].items())
-        print(f"{row['dataset']} seconds: {seconds}; gram misses/hits with the cache: "
-              f"{row['cache_misses'].get('gram', 0)}/{row['cache_hits'].get('gram', 0)}"
+        cache = (f"; gram misses/hits with the cache: {row['cache_misses'].get('gram', 0)}/"
+                 f"{row['cache_hits'].get('gram', 0)}" if "cache_hits" in row else "")
+        print(f"{row['dataset']} seconds: {seconds}{cache}"
               + (f" ({row['note']})" if "note" in row else "")
               + (f" ({row['extrapolated']})" if "extrapolated" in row else ""))
 
@@ -348,6 +360,9 @@ def main():
     parser.add_argument("--no-sklearn-join", dest="sklearn_join", action="store_false",
                         help="leave out scikit-learn's RidgeCV on the join, which holds "
                              "about three copies of the joined matrix (a shared machine)")
+    parser.add_argument("--no-grid-search", dest="grid_search", action="store_false",
+                        help="leave out the grid searches: FactorizedRidgeCV against one "
+                             "fit (and scikit-learn's RidgeCV)")
     parser.add_argument("--onehot-rows", type=int, default=20_000,
                         help="events of the one-hot stars")
     parser.add_argument("--per-family", type=int, default=1,
@@ -373,7 +388,7 @@ def main():
             if args.tpch_scale:
                 cases.insert(0, (f"TPC-H SF{args.tpch_scale:g}", tpch_tables(args.tpch_scale)))
             rows = [selection_case(label, description, args.selection_repeats,
-                                   args.search_alphas, args.sklearn_join)
+                                   args.search_alphas, args.sklearn_join, args.grid_search)
                     for label, description in cases]
             results["selection"] = rows
             print_selection(rows)
