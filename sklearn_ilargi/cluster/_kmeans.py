@@ -25,7 +25,7 @@ from ..utils._sklearn_compat import (
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model
 from .._config import get_config
 from ..cost import OperationProfile, expected_iterations
-from ..utils import TrainingMatrix, is_normalized, validate_input
+from ..utils import TrainingMatrix, is_normalized, one_blas_thread, validate_input
 from ..utils._progress import IterationProgress
 
 
@@ -204,46 +204,50 @@ default="k-means++"
                                    max_iter=self.max_iter, join_copies=1,
                                    source_copies=1,
                                    name=type(self).__name__)
-        matrix, offset = _solver_matrix(self._dispatch(X, profile, backend=backend),
-                                        sample_weight)
-        random_state = check_random_state(self.random_state)
-        tol = self.tol * _mean_variance(matrix, sample_weight) if self.tol > 0 else 0.0
-        # Drawn once per fit: every run's seeds sample along the same order.
-        order = _canonical_order(matrix, random_state) if isinstance(init, str) else None
+        # BLAS's threads cost more than they bring on small data (one_thread_cells), and
+        # still spinning after the seeds' products, they slow scikit-learn's compiled
+        # iterations, which run on OpenMP's threads.
+        with one_blas_thread(X.shape[0] * X.shape[1] < get_config()["one_thread_cells"]):
+            matrix, offset = _solver_matrix(self._dispatch(X, profile, backend=backend),
+                                            sample_weight)
+            random_state = check_random_state(self.random_state)
+            tol = self.tol * _mean_variance(matrix, sample_weight) if self.tol > 0 else 0.0
+            # Drawn once per fit: every run's seeds sample along the same order.
+            order = _canonical_order(matrix, random_state) if isinstance(init, str) else None
 
-        best = None
-        # The samples as the loop below takes them, reordered once for every run.
-        in_order = functools.cache(lambda: _in_locality_order(matrix, sample_weight,
-                                                              self.n_clusters))
-        for run in range(n_init):
-            centers = self._initial_centers(matrix, sample_weight, offset, X, init,
-                                            random_state, order)
-            description = type(self).__name__ + (f" run {run + 1}/{n_init}" if n_init > 1
-                                                 else "")
-            with IterationProgress(self.verbose, self.max_iter, description) as progress:
-                if progress.enabled or not _compiled_lloyd_runs_on(matrix):
-                    labels, inertia, centers, n_iter = _lloyd_in_locality_order(
-                        *in_order(), centers, self.max_iter, tol, progress)
-                else:
-                    labels, inertia, centers, n_iter = _compiled_lloyd(
-                        matrix, sample_weight, centers, self.max_iter, tol, self.algorithm)
-            if best is None or (inertia < best[1] and not _same_clustering(
-                    labels, best[0], self.n_clusters)):
-                best = (labels, inertia, centers, n_iter)
-        labels, inertia, centers, n_iter = best
-        distinct = len(np.unique(labels))
-        if distinct < self.n_clusters:
-            warnings.warn(
-                f"Number of distinct clusters ({distinct}) found smaller than n_clusters "
-                f"({self.n_clusters}). Possibly due to duplicate points in X.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        self.cluster_centers_ = (centers + offset).astype(matrix.dtype)
-        self._n_features_out = self.cluster_centers_.shape[0]
-        self.labels_ = labels
-        self.inertia_ = float(inertia)
-        self.n_iter_ = n_iter
+            best = None
+            # The samples as the loop below takes them, reordered once for every run.
+            in_order = functools.cache(lambda: _in_locality_order(matrix, sample_weight,
+                                                                  self.n_clusters))
+            for run in range(n_init):
+                centers = self._initial_centers(matrix, sample_weight, offset, X, init,
+                                                random_state, order)
+                description = type(self).__name__ + (f" run {run + 1}/{n_init}" if n_init > 1
+                                                     else "")
+                with IterationProgress(self.verbose, self.max_iter, description) as progress:
+                    if progress.enabled or not _compiled_lloyd_runs_on(matrix):
+                        labels, inertia, centers, n_iter = _lloyd_in_locality_order(
+                            *in_order(), centers, self.max_iter, tol, progress)
+                    else:
+                        labels, inertia, centers, n_iter = _compiled_lloyd(
+                            matrix, sample_weight, centers, self.max_iter, tol, self.algorithm)
+                if best is None or (inertia < best[1] and not _same_clustering(
+                        labels, best[0], self.n_clusters)):
+                    best = (labels, inertia, centers, n_iter)
+            labels, inertia, centers, n_iter = best
+            distinct = len(np.unique(labels))
+            if distinct < self.n_clusters:
+                warnings.warn(
+                    f"Number of distinct clusters ({distinct}) found smaller than n_clusters "
+                    f"({self.n_clusters}). Possibly due to duplicate points in X.",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+            self.cluster_centers_ = (centers + offset).astype(matrix.dtype)
+            self._n_features_out = self.cluster_centers_.shape[0]
+            self.labels_ = labels
+            self.inertia_ = float(inertia)
+            self.n_iter_ = n_iter
         return self
 
     def _n_init(self):
