@@ -262,14 +262,21 @@ def _present(row_map):
 def _bincount_rows(y, row_map, weights, dtype, out=None):
     present, indices = _present(row_map)
     weights = None if weights is None else weights[present]
+    return _bincount_columns(y, indices, weights, row_map.n_source, dtype, out, present)
+
+
+def _bincount_columns(y, indices, weights, minlength, dtype, out=None, rows=slice(None)):
+    """Per column of a dense ``y`` (its ``rows``), ``np.bincount(indices, y * weights)``:
+    the (weighted) sums of its rows by index, (minlength,) + ``y.shape[1:]``, added to
+    ``out`` where given."""
 
     def column(values):
-        values = values[present]
+        values = values[rows]
         values = values if weights is None else values * weights
-        return np.bincount(indices, weights=values, minlength=row_map.n_source)
+        return np.bincount(indices, weights=values, minlength=minlength)
 
     if out is None:
-        out = np.zeros((row_map.n_source,) + y.shape[1:], dtype=dtype)
+        out = np.zeros((minlength,) + y.shape[1:], dtype=dtype)
     if y.ndim == 1:
         out += column(y)
     else:
@@ -363,18 +370,7 @@ def label_sums(y, labels, n_groups, weights=None):
     One ``np.bincount`` per column: one pass over the labels per column, with no one-hot
     (a column-major ``y`` is read a column at a time in place)."""
     labels = np.asarray(labels, dtype=np.intp)
-    dtype = np.result_type(y.dtype, np.float32)
-
-    def column(values):
-        values = values if weights is None else values * weights
-        return np.bincount(labels, weights=values, minlength=n_groups)
-
-    if y.ndim == 1:
-        return column(y).astype(dtype, copy=False)
-    out = np.empty((n_groups, y.shape[1]), dtype=dtype)
-    for j in range(y.shape[1]):
-        out[:, j] = column(y[:, j])
-    return out
+    return _bincount_columns(y, labels, weights, n_groups, np.result_type(y.dtype, np.float32))
 
 
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
@@ -472,12 +468,18 @@ def _sparse_gram_by_dense_slices(s, weights):
     least ``parallel_slice_rows`` rows (a setting) is cut into one range of rows per thread,
     summed side by side. Without weights the result is exactly symmetric: entries ``(j, k)``
     and ``(k, j)`` add the same products in the same order."""
-    n_rows = s.shape[0]
+    return _sum_over_row_ranges(s.shape[0], lambda first, end: _gram_of_dense_slices(
+        s, weights, first, end))
+
+
+def _sum_over_row_ranges(n_rows, func):
+    """``func(first_row, end_row)`` summed over one range of the ``n_rows`` rows per thread,
+    side by side, where there are at least ``parallel_slice_rows`` (a setting); else
+    ``func(0, n_rows)``."""
     parts = threads() if n_rows >= get_config()["parallel_slice_rows"] else 1
     bounds = np.linspace(0, n_rows, parts + 1).astype(np.int64)
-    grams = map_in_threads(lambda part: _gram_of_dense_slices(s, weights, *part),
-                           zip(bounds[:-1], bounds[1:]))
-    return functools.reduce(operator.add, grams)
+    return functools.reduce(operator.add, map_in_threads(lambda part: func(*part),
+                                                         zip(bounds[:-1], bounds[1:])))
 
 
 def _gram_of_dense_slices(s, weights, first_row, end_row):
@@ -552,13 +554,10 @@ def sum_of_centered_slices(s, mean, term):
     ndarray
     """
     n_rows, n_columns = s.shape
-    parts = threads() if n_rows >= get_config()["parallel_slice_rows"] else 1
-    bounds = np.linspace(0, n_rows, parts + 1).astype(np.int64)
     budget = int(get_config()["slice_working_memory"] * 2**20) // max(n_columns * s.itemsize, 1)
     step = max(budget, n_columns, 1)
-    sums = map_in_threads(lambda part: _sum_of_centered_slices(s, mean, term, step, *part),
-                          zip(bounds[:-1], bounds[1:]))
-    return functools.reduce(operator.add, sums)
+    return _sum_over_row_ranges(n_rows, lambda first, end: _sum_of_centered_slices(
+        s, mean, term, step, first, end))
 
 
 def _sum_of_centered_slices(s, mean, term, step, first_row, end_row):
