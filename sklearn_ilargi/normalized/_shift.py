@@ -84,17 +84,17 @@ def _columns_by_dense_blocks(blocks, values, backend):
     A column that a sparse block fills too keeps its shift as a rank-one term: the sparse
     block's cells could not take it.
     """
-    fillers, sparse = {}, set()
+    fillers, sparse = {}, np.zeros(len(values), dtype=bool)
     for position, block in enumerate(blocks):
         shifted = block.columns[values[block.columns] != 0]
         if backend.is_sparse(block.source):
-            sparse.update(shifted.tolist())
+            sparse[shifted] = True  # a mask, not a set: one-hot blocks have many columns
             continue
         for column in shifted.tolist():
             fillers.setdefault(column, []).append(position)
     groups = {}
     for column, positions in fillers.items():
-        if column not in sparse:
+        if not sparse[column]:
             groups.setdefault(tuple(positions), []).append(column)
     return groups
 
