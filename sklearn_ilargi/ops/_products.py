@@ -7,7 +7,6 @@ function per partition and add (or stack) the results. Column bookkeeping (which
 columns a block fills) is host-side numpy; the arrays themselves stay on the backend.
 """
 
-import itertools
 
 import numpy as np
 
@@ -232,7 +231,9 @@ def gram(nm, sample_weight=None):
     by BLAS (Morpheus' "gather" side: their pairs cost little more than reading them); every
     other block stays factorized, paired with the joined slices by a scatter and with each
     other through their row maps. Where those products are small (:func:`_small`), they run
-    on one BLAS thread, beside the threads of the joined slices.
+    on one BLAS thread. The joined slices are summed on the backend's threads; the other
+    blocks' products follow, on the calling thread (work handed to the threads from one of
+    them would run on that one thread alone).
 
     A shift is first added into the dense sources (``nm.with_shift_in_sources()``): a
     rank-one correction of the gram, ``T^T T + s (1^T T) + ...``, would cancel the digits of
@@ -244,29 +245,15 @@ def gram(nm, sample_weight=None):
     joined = _blocks_to_join(be, nm.blocks)
     apart = [b for b in nm.blocks if not any(b is j for j in joined)]
     small = _small(apart)
-
-    def of_joined():
-        return _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small)
-
-    def of_apart():
-        with be.one_thread(small):
-            return _terms_apart(be, apart, sample_weight, nm.dtype)
-
-    # Small products of the apart blocks run beside the joined slices' threads, not after.
-    beside = (small and bool(joined and apart)
-              and nm.shape[0] >= get_config()["parallel_slice_rows"])
-    tasks = [of_joined, of_apart] if joined else [of_apart]
-    terms = be.map_in_threads(_call, tasks) if beside else [task() for task in tasks]
+    terms = _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small) if joined else []
+    with be.one_thread(small):
+        terms += _terms_apart(be, apart, sample_weight, nm.dtype)
     out = be.xp.zeros((nm.shape[1], nm.shape[1]), dtype=nm.dtype)
-    for rows, columns, values in itertools.chain.from_iterable(terms):
+    for rows, columns, values in terms:
         _add(out, rows, columns, values)
     with be.one_thread(small):
         _add_shift_terms(out, nm, nm, sample_weight)
     return out
-
-
-def _call(task):
-    return task()
 
 
 def _terms_apart(be, apart, sample_weight, dtype):
