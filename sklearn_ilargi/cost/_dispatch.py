@@ -433,11 +433,17 @@ def _decide_partitioned(X, profile, strategy, backend, start, solver):
     largest, whose features are computed where it lives. No calibration has timings of Dask
     runs yet, so the heuristic prices them, and the decision says so. Partitions run on the
     CPU.
+
+    A joined partition is not kept (the joins of every partition together are what does not
+    fit), so the materialized path joins each partition again on every pass over the data:
+    its build is priced once per operation of the profile.
     """
     pool = candidates(strategy, "cpu", gpu=False)
     shared = X.on_largest_partition(fit_features, profile, hardware_info())
     model = HeuristicCostModel("no calibration has timings of partitioned (Dask) runs")
     rows = [candidate_features(shared, c.backend, c.strategy) for c in pool]
+    for row in rows:  # nothing to build on the factorized path
+        row["path_build_bytes"] *= max(shared["n_ops"], 1.0)
     scores = dict(zip(pool, model.predict_seconds(shared, rows)))
     chosen, reason = _choose(pool, scores, {}, strategy, backend)
     reason += (f"; partitioned input: {X.npartitions} partitions, each fitted over as an "

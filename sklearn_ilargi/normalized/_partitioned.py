@@ -23,6 +23,7 @@ import numpy as np
 from ..backend import get_backend
 from ..exceptions import MaterializationWarning
 from ..ops._products import join_is_sparse
+from ._compact import compacted, detached
 from ._matrix import NormalizedMatrix
 from ._parse import check_source, result_dtype, source_name
 from ._selection import _is_single, _row_indices, _split_key
@@ -305,9 +306,9 @@ class PartitionedMatrix:
 
     def _calls(self, func, args, rows):
         _, _, delayed = import_dask()
-        call = delayed(func, pure=True)
+        call = delayed(on_partition, pure=True)
         pieces = [self.split_rows(r) for r in rows]
-        return [call(part, *[p[i] for p in pieces], *args)
+        return [call(func, part, *[p[i] for p in pieces], *args)
                 for i, part in enumerate(self.partitions)]
 
     def reduce_partitions(self, func, *args, rows=(), combine=operator.add, skip_empty=False):
@@ -430,7 +431,8 @@ class PartitionedMatrix:
             return func(self.template, *args)
         dask, _, delayed = import_dask()
         largest = int(np.argmax(self.row_counts))
-        (value,) = dask.compute(delayed(func, pure=True)(self.partitions[largest], *args))
+        (value,) = dask.compute(
+            delayed(on_partition, pure=True)(func, self.partitions[largest], *args))
         return value
 
     def split_rows(self, a):
@@ -1149,6 +1151,28 @@ class TransposedPartitionedMatrix(TransposedView):
 
 # ---------------------------------------------------------------------- per-partition kernels
 # Module functions (not lambdas), so that the tasks pickle to worker processes.
+def on_partition(func, part, *args):
+    """``func(part, *args)`` on the partition's working copy (:func:`working_copy`): every
+    task over a partition runs through here."""
+    return func(working_copy(part), *args)
+
+
+def working_copy(part):
+    """What a task over ``part`` computes on: for a NormalizedMatrix, its rows over copies
+    of only the dimension rows that they read (``compacted``), with row maps of their own
+    (``detached``); a joined partition as it is.
+
+    A partition shares the whole dimensions: without the copy, every product would read
+    every dimension row, the centering would copy every dimension whole, and the helpers
+    that the products derive from the row maps would stay on the partition (a persisted one
+    keeps them on its worker). The copy costs one read of the rows that the partition reads,
+    and is dropped with the task's result.
+    """
+    if isinstance(part, NormalizedMatrix):
+        return compacted(detached(part))
+    return part
+
+
 def _build_partition(shared, source_parts, indicator_parts, partitioned, start, mappings,
                      options):
     sources = [part if is_p else dim

@@ -204,3 +204,28 @@ def test_grid_search_on_the_dask_backend(on_cluster, monkeypatch):
     expected = GridSearchCV(FactorizedRidge(), grid, cv=3).fit(reference, y)
     assert_allclose(search.cv_results_["mean_test_score"],
                     expected.cv_results_["mean_test_score"], rtol=1e-12)
+
+
+def test_the_materialized_path_is_priced_a_join_per_pass(synchronous):
+    """A joined partition is not kept: an iterative fit over partitions joins each one again
+    on every pass, which the materialized path's price counts, where in memory the join is
+    built once (the factorized path builds nothing, and is priced alike)."""
+    from sklearn_ilargi.cost import OperationProfile, decide
+    from sklearn_ilargi.cost._heuristic import BUILD_PASSES
+
+    rng = np.random.default_rng(3)
+    n = 200
+    fact, wide, keys = rng.standard_normal((n, 2)), rng.standard_normal((5, 500)), np.arange(n) % 5
+    reference = NormalizedMatrix.from_matrices([fact, wide], [np.arange(n), keys])
+    X = NormalizedMatrix.from_matrices([da.from_array(fact, chunks=(n, 2)), wide],
+                                       [da.arange(n, chunks=n), keys])
+    profile = OperationProfile(matmul=10, rmatmul=10)
+    with config_context(cost_model="heuristic"):
+        in_memory, partitioned = decide(reference, profile), decide(X, profile)
+    features = partitioned.features
+    build = features["build_bytes"] * BUILD_PASSES / (max(features["bandwidth_gbs"], 1.0) * 1e9)
+    materialized, factorized = ("cpu", "materialized"), ("cpu", "factorized")
+    assert partitioned.scores[materialized] == pytest.approx(
+        in_memory.scores[materialized] + 19 * build, rel=1e-6)
+    assert partitioned.scores[factorized] == pytest.approx(in_memory.scores[factorized],
+                                                           rel=1e-6)

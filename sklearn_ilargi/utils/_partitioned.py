@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from ..normalized._partitioned import import_dask
+from ..normalized._partitioned import import_dask, on_partition
 from ._training_matrix import TrainingMatrix
 
 
@@ -171,9 +171,9 @@ def _run(part, *rest):
 
 
 def _compute_on(part, func, *args):
-    """``func(part, *args)`` computed where ``part`` lives."""
+    """``func(part, *args)`` computed where ``part`` lives (on its working copy)."""
     dask, _, delayed = import_dask()
-    return dask.compute(delayed(func, pure=True)(part, *args))
+    return dask.compute(delayed(on_partition, pure=True)(func, part, *args))
 
 
 __all__ = ["PartitionedTrainingMatrix"]

@@ -14,6 +14,7 @@ from .. import ops
 from .._config import get_config
 from ..backend import backend_of, get_backend, to_numpy
 from ..normalized._blocks import Block
+from ..normalized import _compact
 from ..normalized._row_map import RowMap
 from ..normalized._storage import storage_layout
 from . import _cache
@@ -757,7 +758,7 @@ class TrainingMatrix:
         def build():
             if consecutive is not None:
                 return _rows_between(self.X, *consecutive)
-            return _compacted(self.X[indices])
+            return _compact.compacted(self.X[indices])
 
         out = self._deferred(self, build, ("compact_rows", indices))
         out.offset, out.shape = self.offset, (len(indices), self.shape[1])
@@ -785,7 +786,7 @@ class TrainingMatrix:
         X = self.X
 
         def build():
-            return _compacted(X)
+            return _compact.compacted(X)
 
         out = self._deferred(self, build, ("compacted",))
         out.offset = self.offset
@@ -913,55 +914,3 @@ def _rows_between(nm, start, stop):
         source = block.source[start:stop] if row_map.is_identity else block.source
         blocks.append(block.with_(source=source, row_map=maps[id(row_map)]))
     return nm._like(blocks, shape=(stop - start, nm.shape[1]))
-
-
-def _compacted(nm):
-    """``nm`` with each source that has more rows than ``nm`` holding only the rows that
-    its row map reads, renumbered in their order (a map that then reads every row once, in
-    order, is the identity); ``nm`` itself where no source has more rows.
-
-    Blocks that share a row map share the new one, as the products group blocks by it."""
-    be = nm.backend
-    maps = {}
-    blocks = []
-    for block in nm.blocks:
-        key = id(block.row_map)
-        if key not in maps:
-            taller = block.row_map.n_source > block.row_map.n_target
-            maps[key] = _compacted_map(block.row_map) if taller else (block.row_map, None)
-        row_map, read = maps[key]
-        source = block.source
-        if isinstance(read, slice):  # consecutive rows: a view of a dense source
-            source = source[read]
-        elif read is not None:
-            picked = RowMap(read, block.row_map.n_source, has_missing=False)
-            if be.is_sparse(source):
-                source = be.gather_sparse_rows(source, picked).asformat(source.format)
-            else:
-                source = be.gather_rows(source, picked)
-        blocks.append(block if row_map is block.row_map else
-                      block.with_(source=source, row_map=row_map))
-    if all(new is old for new, old in zip(blocks, nm.blocks)):
-        return nm
-    return nm._like(blocks)
-
-
-def _compacted_map(row_map):
-    """For a map into a source with more rows than it maps: ``(new map, rows read)``, the
-    map into the rows that it reads, and those rows (a slice where they are consecutive)."""
-    indices = row_map.indices
-    present = indices[indices >= 0] if row_map.has_missing else indices
-    read = np.zeros(row_map.n_source, dtype=bool)
-    read[present] = True
-    n_read = int(np.count_nonzero(read))
-    if (n_read == row_map.n_target and not row_map.has_missing
-            and bool((np.diff(indices) > 0).all())):
-        # Every row read once, in order: the rows read are the map itself.
-        consecutive = n_read and int(indices[-1]) - int(indices[0]) == n_read - 1
-        rows = slice(int(indices[0]), int(indices[-1]) + 1) if consecutive else indices
-        return RowMap.identity(n_read), rows
-    position = np.cumsum(read, dtype=np.int64) - 1
-    renumbered = position[indices].astype(indices.dtype, copy=False)
-    if row_map.has_missing:
-        renumbered[indices < 0] = -1
-    return RowMap(renumbered, n_read, has_missing=row_map.has_missing), np.flatnonzero(read)

@@ -481,8 +481,50 @@ def test_partitions_share_the_broadcast_dimensions(scheduler):
     processes = 1 if scheduler is None else len(scheduler.scheduler_info()["workers"])
     kept = X.persist()  # every partition alive at once: no address is reused
     for position in (1, 2, 3):
-        buffers = kept.reduce_partitions(_source_buffers, position, combine=operator.or_)
+        # The partitions themselves (a task of reduce_partitions sees a working copy).
+        per_partition = dask.compute(*[dask.delayed(_source_buffers)(part, position)
+                                       for part in kept.partitions])
+        buffers = set().union(*per_partition)
         assert len(buffers) <= processes  # one copy per process, whatever the partitions
     assert_allclose(X.materialize(sparse=False).compute(),
                     reference.materialize(sparse=False), rtol=RTOL)
     assert_allclose(X.gram(), reference.gram(), rtol=RTOL)
+
+
+def _taller_sources(part):
+    """How many of a partition's sources have more rows than the partition."""
+    return sum(b.source.shape[0] > part.shape[0] for b in part.blocks)
+
+
+def _cached_helpers(part):
+    """How many helpers the products keep on a partition's row maps."""
+    return sum(len(b.row_map._cache) for b in part.blocks)
+
+
+def test_tasks_run_on_the_dimension_rows_their_partition_reads(scheduler):
+    """Every task computes on its partition cut down to the dimension rows that it reads,
+    with row maps of its own: the results are the in-memory matrix's, and the kept
+    partitions hold no helper of the products afterwards."""
+    rng = np.random.default_rng(5)
+    n = sum(CHUNKS)
+    fact = rng.standard_normal((n, 2)) + 1e6
+    wide = sp.csr_matrix(np.eye(80)[rng.integers(0, 80, 5000)])  # taller than any partition
+    tall = rng.standard_normal((4000, 3)) - 1e6
+    maps = [rng.integers(0, 5000, n), rng.integers(-1, 4000, n)]
+    reference = NormalizedMatrix.from_matrices([fact, wide, tall], [np.arange(n), *maps])
+    X = NormalizedMatrix.from_matrices([da.from_array(fact, chunks=(CHUNKS, 2)), wide, tall],
+                                       [da.arange(n, chunks=(CHUNKS,)), *maps])
+    kept = X.persist()
+    assert sum(dask.compute(*[dask.delayed(_taller_sources)(p)
+                              for p in kept.partitions])) > 0
+    assert kept.reduce_partitions(_taller_sources) == 0
+
+    w, y = rng.standard_normal(X.shape[1]), rng.standard_normal(n)
+    assert_allclose((kept @ w).compute(), reference @ w, rtol=RTOL)
+    assert_allclose(kept.T @ y, reference.T @ y, rtol=RTOL)
+    mean = np.asarray(reference.mean(axis=0)).ravel()
+    centered = TrainingMatrix(kept).centered(mean)
+    assert_allclose(centered.gram(), TrainingMatrix(reference).centered(mean).gram(),
+                    rtol=RTOL, atol=1e-6)
+    assert sum(dask.compute(*[dask.delayed(_cached_helpers)(p)
+                              for p in kept.partitions])) == 0
