@@ -31,16 +31,21 @@ def compacted(nm):
         if isinstance(read, slice):  # consecutive rows: a view of a dense source
             source = source[read]
         elif read is not None:
-            picked = RowMap(read, block.row_map.n_source, has_missing=False)
-            if be.is_sparse(source):
-                source = be.gather_sparse_rows(source, picked).asformat(source.format)
-            else:
-                source = be.gather_rows(source, picked)
+            source = source_rows(be, source, read)
         blocks.append(block if row_map is block.row_map else
                       block.with_(source=source, row_map=row_map))
     if all(new is old for new, old in zip(blocks, nm.blocks)):
         return nm
     return nm._like(blocks)
+
+
+def source_rows(be, source, rows):
+    """The rows ``rows`` (an index array on ``be``) of ``source``, a copy stored as the
+    source is (CSR or CSC stays so)."""
+    picked = RowMap(rows, source.shape[0], has_missing=False)
+    if be.is_sparse(source):
+        return be.gather_sparse_rows(source, picked).asformat(source.format)
+    return be.gather_rows(source, picked)
 
 
 def compacted_map(row_map):

@@ -124,9 +124,9 @@ class PartitionedTrainingMatrix(TrainingMatrix):
         return np.asarray(self._stacked("_all_rows", source=picked).compute())
 
     def compacted(self):
-        """This matrix: each partition holds its own fact rows already, and the dimensions
-        are shared by every partition (copying the rows each one reads would send a copy
-        per partition)."""
+        """This matrix: every task already computes on its partition compacted (the
+        partition's working copy, see ``normalized._partitioned.working_copy``), while the
+        partitions themselves keep sharing the dimensions."""
         return self
 
     def compact_rows(self, indices):

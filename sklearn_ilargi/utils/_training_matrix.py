@@ -882,9 +882,7 @@ def _reordered(nm, order):
                          else block.row_map.take(device_order))
         source = block.source
         if block.row_map.is_identity:
-            picked = RowMap(device_order, source.shape[0], has_missing=False)
-            source = (be.gather_sparse_rows(source, picked).asformat(source.format)
-                      if be.is_sparse(source) else be.gather_rows(source, picked))
+            source = _compact.source_rows(be, source, device_order)
         blocks.append(block.with_(source=source, row_map=maps[key]))
     return nm._like(blocks)
 
