@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_host
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..utils import TrainingMatrix, is_normalized, validate_input
+from ..utils._moments import centered_moments
 from ..utils._sklearn_compat import StrOptions
 from ._pca_solvers import (
     CLOSED_FORMS,
@@ -221,12 +222,13 @@ class FactorizedPCA(FactorizedMixin, PCA):
             self._fit_truncated_over_products(prepared, solver, n_components)
             return
         dtype = X.dtype
-        mean = np.asarray(to_host(prepared.mean(axis=0)), dtype=np.float64)
-        scatter = TrainingMatrix(prepared).centered_gram(mean)
+        # One pass over partitioned data (see centered_moments).
+        moments = centered_moments(TrainingMatrix(prepared), np.empty((n_samples, 0)), None)
+        mean, scatter = moments.x_mean, moments.gram
         if n_samples == 1:
             # One sample minus its mean is exactly zero: what is left is the gram's rounding.
             scatter[:] = 0.0
-        squares, vectors = np.linalg.eigh((scatter + scatter.T) / 2)
+        squares, vectors = np.linalg.eigh(scatter)
         # Largest first; ties keep eigh's order (for one sample: the unit vectors in order,
         # scikit-learn's components there).
         order = np.argsort(-squares, kind="stable")

@@ -8,7 +8,6 @@ scipy.sparse matrix on the materialized one; either may live on the GPU. Centeri
 each product, so no centered copy of ``X`` is built.
 """
 
-import functools
 import numbers
 import warnings
 
@@ -24,6 +23,7 @@ from ..utils._sklearn_compat import Interval, StrOptions, _check_sample_weight
 from .._config import get_config
 from ..base import reads_fitted_model
 from ..utils import TrainingMatrix, one_blas_thread, validate_input
+from ..utils._moments import centered_moments
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
 
@@ -220,17 +220,20 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
     """
     # A selection of rows (the training fold of a search) reads only its rows' sources.
     matrix = matrix.compacted()
-    # Found once, and only if a solve asks (see solve_normal_equations).
-    constant = functools.cache(matrix.constant_columns) if fit_intercept else None
-    solution = _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond,
-                                 constant)
+    weights = _unless_unit(sample_weight)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below
+        moments = centered_moments(matrix, y, weights, center=fit_intercept)
+    solution = _normal_equations(moments, alpha, rcond)
     if solution is not None:
         return solution
     x_scale = _power_of_two(matrix.column_magnitudes())
     y_scale = _power_of_two(np.abs(y).max(axis=0))
     scaled = matrix.scale_columns(1.0 / x_scale)
-    solution = _normal_equations(scaled, y / y_scale, sample_weight, alpha, fit_intercept,
-                                 rcond, constant, penalty=(1.0 / x_scale) ** 2)
+    # Scaling keeps which columns are constant: found once, and only if a solve asks.
+    with np.errstate(over="ignore", invalid="ignore"):
+        rescaled = centered_moments(scaled, y / y_scale, weights,
+                                    center=fit_intercept)._replace(constant=moments.constant)
+    solution = _normal_equations(rescaled, alpha, rcond, penalty=(1.0 / x_scale) ** 2)
     if solution is None:
         raise ValueError("The least-squares problem overflows float64 even with the columns "
                          "of X and y scaled to magnitudes near 1.")
@@ -239,17 +242,12 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
             rank)
 
 
-def _normal_equations(matrix, y, sample_weight, alpha, fit_intercept, rcond, constant,
-                      penalty=None):
-    """What :func:`least_squares_closed_form` returns, or None where the means, the gram or
-    ``X.T @ y`` are not finite (they overflowed)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        x_mean, y_mean = weighted_means(matrix, y, sample_weight, fit_intercept)
-        if not (np.isfinite(x_mean).all() and np.isfinite(y_mean).all()):
-            return None
-        _, gram, rhs = centered_normal_equations(matrix, y, sample_weight, x_mean, y_mean,
-                                                 fit_intercept)
-    if not (np.isfinite(gram).all() and np.isfinite(rhs).all()):
+def _normal_equations(moments, alpha, rcond, penalty=None):
+    """What :func:`least_squares_closed_form` returns from the data's ``moments``
+    (:func:`~sklearn_ilargi.utils._moments.centered_moments`), or None where they are not
+    finite (they overflowed)."""
+    x_mean, y_mean, gram, rhs, constant = moments
+    if not all(np.isfinite(a).all() for a in (x_mean, y_mean, gram, rhs)):
         return None
     coef, rank = solve_normal_equations(gram, rhs, alpha, constant, rcond, penalty)
     return coef, x_mean, y_mean, rank

@@ -16,6 +16,7 @@ from ..base import FactorizedMixin, falls_back_to_cpu, reads_fitted_model, to_ho
 from .._sklearn_path import fit_joined, record_host_dispatch
 from ..cost import OperationProfile
 from ..utils import TrainingMatrix, is_normalized, validate_input
+from ..utils._moments import centered_moments, merge_moments
 
 
 class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
@@ -180,16 +181,13 @@ class FactorizedStandardScaler(FactorizedMixin, StandardScaler):
             self.scale_ = None
             return
         mean, m2 = _mean_and_sum_of_squares(X, weights)
-        if first_call or self.n_samples_seen_ == 0:
-            total = count
-        else:
+        total = count
+        if not (first_call or self.n_samples_seen_ == 0):
             seen = float(self.n_samples_seen_)
-            total = seen + count
-            old_mean = self.mean_
             old_m2 = self.var_ * seen if self.var_ is not None else np.zeros(n_features)
-            delta = mean - old_mean
-            mean = old_mean + delta * (count / total)
-            m2 = old_m2 + m2 + delta**2 * (seen * count / total)
+            none = np.zeros(0)  # no targets
+            total, mean, _, m2, _ = merge_moments((seen, self.mean_, none, old_m2, none),
+                                                  (count, mean, none, m2, none))
         self.n_samples_seen_ = np.float64(total)
         self.mean_ = mean
         if self.with_std:
@@ -272,13 +270,11 @@ def _mean_and_sum_of_squares(X, weights):
     subtracted from the dense sources before they are squared, and given to the rows they
     miss), so a column whose mean is large against its spread keeps its digits.
     """
-    count = float(X.shape[0]) if weights is None else float(weights.sum())
-    w = None if weights is None else weights.astype(X.dtype)
-    matrix = TrainingMatrix(X)
-    if count == 0:
-        return np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    mean = matrix.column_sums(w) / count
-    return mean, matrix.centered(mean).column_sums_of_squares(w)
+    weights = None if weights is None else weights.astype(X.dtype)
+    # One pass over partitioned data (see centered_moments).
+    moments = centered_moments(TrainingMatrix(X), np.empty((X.shape[0], 0)), weights,
+                               diagonal=True)
+    return moments.x_mean, moments.gram
 
 
 def _scale_from_variance(var, mean, n_samples):

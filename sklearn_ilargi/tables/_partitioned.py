@@ -7,11 +7,11 @@ keys up in those indexes (``pandas.Index.get_indexer``): the row maps of that pa
 snowflake's outer tables are looked up once per row of the table they hang from, and
 composed with that table's row map per partition (``g_region = g_store_to_region[g_store]``).
 
-On a distributed client the fact table is read once: each partition's arrays (its feature
-values, row maps and target) are computed at once, kept on the workers and counted there;
-the PartitionedMatrix and the target start from them. Without one, nothing is kept: the
-rows each partition keeps are counted from its key columns, and its arrays computed when an
-operation needs them.
+The PartitionedMatrix is lazy, as Dask collections are: each partition's arrays (its feature
+values and row maps) are computed where an operation needs them, or kept on the workers by
+``X.persist()``. On a distributed client the target is computed at once and kept on the
+workers, and the partitions counted there, in one read of the fact table; without one, the
+rows each partition keeps are counted from its key columns.
 
 Supported: joins by keys (``on`` or ``left_on``/``right_on``), ``how="inner"`` or ``"left"``,
 where the joined table's keys are unique (many-to-one: what a dimension is), hanging from
@@ -50,17 +50,18 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
               for a in (prepare(piece, lookup)
                         for piece in base[plan.fact_columns].to_delayed())]
     client = distributed_client()
-    if client is not None:
-        # One read of the fact table: each partition's arrays are computed and kept on the
-        # workers, as separate futures (so that y alone can outlive the matrix's pieces),
-        # and counted where they are.
-        futures = iter(client.compute([piece for a in arrays for piece in a]))
-        arrays = [[next(futures) for _ in range(n_items)] for _ in arrays]
-        row_counts = client.gather(client.map(len, [a[0] for a in arrays]))
-        del lookup  # read: the workers free the indexes before the dimensions arrive
+    if client is not None and target is not None:
+        # One read of the fact table gives the target, kept on the workers, and the rows of
+        # each partition, counted there. The matrix's own arrays (fact values, row maps)
+        # are read where an operation needs them, or kept by ``X.persist()``: a fit that
+        # reads each partition once (a closed form) then holds only the ones it is reading.
+        targets = client.compute([a[-1] for a in arrays])
+        row_counts = client.gather(client.map(len, targets))
+        for a, y in zip(arrays, targets):
+            a[-1] = y
     else:
-        # Without a cluster, nothing is kept: the rows each partition keeps are counted
-        # from its key (and target) columns only, and its arrays computed when used.
+        # Nothing is kept: the rows each partition keeps are counted from its key (and
+        # target) columns only, and its arrays computed when used.
         kept = delayed(_kept_rows, pure=True)
         (row_counts,) = dask.compute([kept(piece, lookup)
                                       for piece in base[plan.checked_columns].to_delayed()])

@@ -119,6 +119,29 @@ def build(scenario, *, gather_thin=False):
                                               n_columns=n_columns)
 
 
+def random_partitions(rng, n_rows, n_cuts=3):
+    """Row counts of random partitions of ``n_rows`` rows, some of them empty."""
+    cuts = np.sort(rng.integers(0, n_rows + 1, n_cuts))
+    return tuple(np.diff(np.concatenate([[0], cuts, [n_rows]])).tolist())
+
+
+def partitioned(scenario, chunks):
+    """The scenario's NormalizedMatrix with its fact side (the target's row map, and a dense
+    source read through it in order) cut into Dask partitions of ``chunks`` rows; its sparse
+    sources kept sparse (see :func:`sources_as_given`)."""
+    import dask.array as da
+
+    sources, row_maps, column_maps, n_columns = scenario
+    n = len(row_maps[0])
+    sources = [da.from_array(s, chunks=(chunks, s.shape[1]))
+               if s.shape[0] == n and np.array_equal(g, np.arange(n)) and not sp.issparse(s)
+               else s for s, g in zip(sources, row_maps)]
+    row_maps = [da.from_array(row_maps[0], chunks=(chunks,))] + list(row_maps[1:])
+    with sources_as_given():
+        return NormalizedMatrix.from_matrices(sources, row_maps, column_maps,
+                                              n_columns=n_columns)
+
+
 @st.composite
 def scenarios(draw, **kwargs):
     """A hypothesis strategy: (NormalizedMatrix, reference T), built with or without its thin

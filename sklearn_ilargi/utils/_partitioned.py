@@ -56,15 +56,55 @@ class PartitionedTrainingMatrix(TrainingMatrix):
         return PartitionedTrainingMatrix(data, template.offset, self._source,
                                          self._base_offset, steps)
 
-    def _reduce(self, method, *args, rows=(), combine=operator.add, source=None):
+    def _reduce(self, method, *args, rows=(), combine=operator.add, source=None,
+                skip_empty=False):
         source = self._source if source is None else source
         return source.reduce_partitions(_run, self._base_offset, self._steps, method, args,
-                                        rows=rows, combine=combine)
+                                        rows=rows, combine=combine, skip_empty=skip_empty)
+
+    def reduce(self, func, *args, rows=(), combine=operator.add):
+        """``func(matrix, *row_pieces, *args)`` of every non-empty partition's
+        TrainingMatrix, combined pairwise as a tree: a reduction that the methods do not
+        cover, in one pass over the partitions.
+
+        Parameters
+        ----------
+        func : callable
+            A module-level function (tasks pickle it) of a partition's TrainingMatrix, the
+            pieces of ``rows`` that belong to it, and ``args``.
+        *args : object
+            Passed to every call as they are.
+        rows : sequence of array-like, default=()
+            Operands of ``n_samples`` rows, cut into the partitions' rows.
+        combine : callable, default=operator.add
+            Joins two partial results.
+
+        Returns
+        -------
+        object
+            The combined value.
+        """
+        return self._reduce(func, *args, rows=rows, combine=combine, skip_empty=True)
 
     def _stacked(self, method, *args, source=None):
         source = self._source if source is None else source
         return source.concatenate_partitions(_run, self._base_offset, self._steps, method,
                                              args)
+
+    def on_heaviest_partition(self, func, sample_weight=None):
+        """``func(matrix, weights)`` of the TrainingMatrix of the partition whose rows weigh
+        the most (without weights, the one with the most rows, and None), and of their
+        weights, computed where that partition lives: only the result travels."""
+        source = self._source
+        if sample_weight is None:
+            pieces = [None] * source.npartitions
+            heaviest = int(np.argmax(source.row_counts))
+        else:
+            pieces = np.split(np.asarray(sample_weight), np.cumsum(source.row_counts)[:-1])
+            heaviest = int(np.argmax([piece.sum() for piece in pieces]))
+        (value,) = _compute_on(source.partitions[heaviest], _run, pieces[heaviest],
+                               self._base_offset, self._steps, func, ())
+        return value
 
     # ------------------------------------------------------------------ products
     def matmul(self, W, lazy=False):
@@ -153,9 +193,12 @@ def _derived_data(part, offset, steps):
 
 
 def _run(part, *rest):
-    """``method(*rows, *args)`` of one partition's TrainingMatrix (see :func:`_replayed`)."""
+    """``method(*rows, *args)`` of one partition's TrainingMatrix (see :func:`_replayed`), or
+    ``method(matrix, *rows, *args)`` for a function."""
     *rows, offset, steps, method, args = rest
     matrix = _replayed(part, offset, steps)
+    if callable(method):
+        return method(matrix, *rows, *args)
     if method == "_argmin_pairs":
         columns, smallest = matrix.argmin_of_product(*args)
         return np.column_stack([columns, smallest])

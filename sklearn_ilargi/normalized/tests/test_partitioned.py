@@ -21,7 +21,8 @@ from sklearn_ilargi import NormalizedMatrix  # noqa: E402
 from sklearn_ilargi.exceptions import MaterializationWarning  # noqa: E402
 from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
 from sklearn_ilargi.normalized._row_map import RowMap  # noqa: E402
-from sklearn_ilargi.tests._scenarios import random_scenario, sources_as_given  # noqa: E402
+from sklearn_ilargi.tests._scenarios import (  # noqa: E402
+    build, partitioned, random_partitions, random_scenario, sources_as_given)
 from sklearn_ilargi.utils import TrainingMatrix  # noqa: E402
 
 RTOL = 1e-9
@@ -321,20 +322,11 @@ def test_random_scenarios_equal_the_in_memory_matrix(seed):
     """Inner, left, outer, many-to-many, union, snowflake and overlapping sources, cut into
     random partitions (some empty), give the in-memory matrix's products."""
     rng = np.random.default_rng(seed)
-    sources, row_maps, column_maps, n_columns = random_scenario(rng, n_target=int(
-        rng.integers(1, 30)))
-    n = len(row_maps[0])
-    cuts = np.sort(rng.integers(0, n + 1, 3))
-    chunks = tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist())
-    partitioned_sources = [
-        da.from_array(s, chunks=(chunks, s.shape[1])) if s.shape[0] == n and np.array_equal(
-            g, np.arange(n)) and not sp.issparse(s) else s for s, g in zip(sources, row_maps)]
-    partitioned_maps = [da.from_array(row_maps[0], chunks=(chunks,))] + list(row_maps[1:])
+    scenario = random_scenario(rng, n_target=int(rng.integers(1, 30)))
+    n, n_columns = len(scenario[1][0]), scenario[3]
     with dask.config.set(scheduler="synchronous"), sources_as_given():
-        reference = NormalizedMatrix.from_matrices(sources, row_maps, column_maps,
-                                                   n_columns=n_columns)
-        X = NormalizedMatrix.from_matrices(partitioned_sources, partitioned_maps, column_maps,
-                                           n_columns=n_columns)
+        reference = build(scenario)
+        X = partitioned(scenario, random_partitions(rng, n))
         W = rng.standard_normal(n_columns)
         Y = rng.standard_normal((n, 2))
         weights = rng.random(n)

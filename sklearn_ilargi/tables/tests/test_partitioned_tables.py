@@ -10,7 +10,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 dask = pytest.importorskip("dask", reason="the distributed extra (dask) is not installed")
 dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not installed")
 
-from sklearn_ilargi import FactorizedRidge, Join, from_tables  # noqa: E402
+from sklearn_ilargi import (  # noqa: E402
+    FactorizedLogisticRegression, FactorizedRidge, Join, from_tables)
 from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
 
 
@@ -137,9 +138,13 @@ def _read(frame, position):
     return frame
 
 
-def test_a_cluster_reads_the_fact_table_once():
-    """On a distributed client, from_tables computes each partition's arrays once and keeps
-    them on the workers: counting the rows, persisting and fitting read nothing again."""
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 5 iterations
+def test_a_cluster_reads_the_fact_table_where_asked():
+    """On a distributed client, from_tables reads each partition once, for the target (kept
+    on the workers) and the row counts; ``X.persist()`` reads it once more and keeps the
+    matrix's arrays, and an iterative fit over them then reads nothing again. A closed form
+    over the lazy matrix reads each partition once (and one of them once more: the pilot of
+    its means)."""
     distributed = pytest.importorskip("distributed", reason="distributed is not installed")
     sales, stores, regions = tables(seed=3)
     joins = snowflake(stores, regions, "left")
@@ -154,8 +159,13 @@ def test_a_cluster_reads_the_fact_table_once():
         _reads.clear()
         X, y = from_tables(frame, joins, target="y")
         assert sorted(_reads) == [0, 1, 2, 3]
-        X = X.persist()
+        _reads.clear()
         model = FactorizedRidge(alpha=0.1).fit(X, y)
+        assert len(_reads) <= 4 + 2 and set(_reads) == {0, 1, 2, 3}
+        _reads.clear()
+        X = X.persist()
+        labels = np.asarray(y)
+        FactorizedLogisticRegression(max_iter=5).fit(X, labels > np.median(labels))
         assert sorted(_reads) == [0, 1, 2, 3]
         assert_same(expected, (X, y))
         with pytest.raises(ValueError, match="missing for .* target rows"):
@@ -166,8 +176,8 @@ def test_a_cluster_reads_the_fact_table_once():
 
 def test_the_key_indexes_are_small_and_leave_the_workers():
     """The indexes that match the fact's keys hold int32 rows (none where every key is
-    present), and the workers drop them once the fact table is read: only the dimensions,
-    the partitions' arrays and the target stay."""
+    present), and the workers drop them once the matrix is persisted (no lazy partition
+    needs them): only the dimensions, the partitions' arrays and the target stay."""
     distributed = pytest.importorskip("distributed", reason="distributed is not installed")
     from sklearn_ilargi.tables._partitioned import _Plan
 
@@ -185,6 +195,7 @@ def test_the_key_indexes_are_small_and_leave_the_workers():
             distributed.Client(cluster, set_as_default=False) as client, \
             client.as_current(), dask.config.set(scheduler=client.get):
         X, y = from_tables(frame, joins, target="y")
+        X = X.persist()  # read: the lazy matrix, and its reference to the indexes, are gone
         for _ in range(100):  # a release reaches the workers a moment later
             held = {key for keys in client.has_what().values() for key in keys}
             if not any(str(key).startswith("_Lookup") for key in held):
