@@ -198,13 +198,14 @@ def dask_joined(folder, dims, memory_bytes):
     frame = frame[features + [TARGET]].astype("float64")
     joined_bytes = lineitem_rows(folder) * (len(features) + 1) * 8
     persisted = joined_bytes <= memory_bytes / 2
-    X = frame[features].to_dask_array()
-    y = frame[TARGET].to_dask_array()
+    # One array, then cut: X and y share their chunks (two expressions of the frame may be
+    # partitioned apart, Dask aggregating small row groups by the columns that they read).
+    joined = frame[features + [TARGET]].to_dask_array()
     if persisted:  # the passes of the fit read the join, not the Parquet files, again
-        X, y = client.persist([X, y])
-        wait([X, y])
-    X, y = X.compute_chunk_sizes(), y.compute_chunk_sizes()
-    return X, y, persisted
+        joined = client.persist(joined)
+        wait(joined)
+    joined = joined.compute_chunk_sizes()
+    return joined[:, :-1], joined[:, -1], persisted
 
 
 def lineitem_rows(folder):

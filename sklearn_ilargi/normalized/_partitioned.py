@@ -17,6 +17,7 @@ Dask is imported only here and only when partitioned input is given: it is the
 import operator
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -78,10 +79,42 @@ def broadcast(value):
     it is sent."""
     client = distributed_client()
     if client is not None:  # a list is scattered item by item: wrap it to send it whole
+        _warn_of_in_process_monitors(client)
         direct = client.direct_to_workers is not False
         return client.scatter([value], broadcast=True, hash=False, direct=direct)[0]
     _, _, delayed = import_dask()
     return delayed(value, traverse=False)
+
+
+#: The clients whose workers :func:`_warn_of_in_process_monitors` has checked.
+_CHECKED_CLIENTS = weakref.WeakSet()
+
+
+def _warn_of_in_process_monitors(client):
+    """Warns, once per client, where its workers are threads of this process whose memory
+    monitors spill or pause: each reads the memory of the whole process (the client, the
+    dimensions and every worker), and would spill and pause for memory that is not its own."""
+    if client in _CHECKED_CLIENTS:
+        return
+    _CHECKED_CLIENTS.add(client)
+    monitors = client.run(_memory_monitor)
+    if any(address.startswith("inproc://") and limit and any(fractions)
+           for address, (limit, *fractions) in monitors.items()):
+        warnings.warn(
+            "The workers of this Dask client are threads of this process (LocalCluster("
+            "processes=False)) with a memory limit and spilling or pausing on: each worker's "
+            "memory monitor reads the whole process (the client, the dimensions and every "
+            "worker), and would spill and pause for memory that is not its own. Turn them "
+            "off before the cluster starts: dask.config.set({f\"distributed.worker.memory."
+            "{k}\": False for k in (\"target\", \"spill\", \"pause\", \"terminate\")}).",
+            UserWarning, stacklevel=3)
+
+
+def _memory_monitor(dask_worker):
+    """A worker's memory limit and the fractions of it at which it spills or pauses."""
+    memory = dask_worker.memory_manager
+    return (memory.memory_limit, memory.memory_target_fraction,
+            memory.memory_spill_fraction, memory.memory_pause_fraction)
 
 
 class PartitionedMatrix:
@@ -227,15 +260,18 @@ class PartitionedMatrix:
 
     @classmethod
     def _from_pieces(cls, sources, indicators, row_counts, template_sources,
-                     template_indicators, mappings=None, **options):
+                     template_indicators, mappings=None, bundles=None, **options):
         """Build from sources and indicators already cut into the row partitions.
 
         ``sources[k]`` is a list of one piece per partition (a partitioned source) or one
         in-memory matrix (a dimension, broadcast); ``indicators[k]`` a list of pieces. Pieces
         are arrays or Delayed objects: each partition's task reads its own, so that pieces
         that one task computes together (one fact partition's values and row maps) are
-        computed once. ``template_sources`` and ``template_indicators`` are the same with
-        zero rows, which check the in-memory parts before anything runs.
+        computed once. With ``bundles`` (one Delayed per partition, of a tuple), a piece may
+        be a :class:`Picked` position in its partition's bundle: the partition's task then
+        takes it from there, so that no task holds the piece apart from the task that uses
+        it. ``template_sources`` and ``template_indicators`` are the same with zero rows,
+        which check the in-memory parts before anything runs.
         """
         _, _, delayed = import_dask()
         partitioned = [isinstance(s, list) for s in sources]
@@ -258,7 +294,7 @@ class PartitionedMatrix:
             build(shared, [parts[i] if is_p else None
                            for parts, is_p in zip(sources, partitioned)],
                   [parts[i] for parts in indicators], partitioned, int(starts[i]),
-                  mappings, options)
+                  mappings, options, None if bundles is None else bundles[i])
             for i in range(len(row_counts))
         ]
         return cls(partitions, row_counts, template)
@@ -1176,8 +1212,22 @@ def working_copy(part):
     return part
 
 
+class Picked:
+    """The piece at ``position`` of a partition's bundle (see
+    ``PartitionedMatrix._from_pieces``)."""
+
+    def __init__(self, position):
+        self.position = position
+
+
 def _build_partition(shared, source_parts, indicator_parts, partitioned, start, mappings,
-                     options):
+                     options, bundle=None):
+    if bundle is not None:
+        def pick(part):
+            return bundle[part.position] if isinstance(part, Picked) else part
+
+        source_parts = [pick(part) for part in source_parts]
+        indicator_parts = [pick(part) for part in indicator_parts]
     sources = [part if is_p else dim
                for part, dim, is_p in zip(source_parts, shared, partitioned)]
     indicators, rebased = [], {}

@@ -22,8 +22,8 @@ booleans; ``fill_value=0``. The rest raises a ValueError that says what is not s
 import numpy as np
 import pandas as pd
 
-from ..normalized._partitioned import (PartitionedMatrix, broadcast, distributed_client,
-                                       import_dask)
+from ..normalized._partitioned import (PartitionedMatrix, Picked, broadcast,
+                                       distributed_client, import_dask)
 from ..normalized._row_map import index_dtype
 from ..normalized._storage import storage_layout, stored_dimension
 from ._spec import Join, Union, default_name
@@ -45,20 +45,18 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
     lookup = broadcast(plan.lookup)  # the dimensions' indexes, sent to each worker once
     prepare = delayed(_partition_arrays, pure=True)
     item = delayed(_item, pure=True)
-    n_items = 2 + len(plan.dims)  # fact values, one row map per dimension, y
-    arrays = [[item(a, position) for position in range(n_items)]
-              for a in (prepare(piece, lookup)
-                        for piece in base[plan.fact_columns].to_delayed())]
+    # Each partition's (fact values, one row map per dimension, y), computed together; the
+    # partition's task takes its pieces from there (``Picked``).
+    bundles = [prepare(piece, lookup) for piece in base[plan.fact_columns].to_delayed()]
+    targets = [item(bundle, -1) for bundle in bundles]
     client = distributed_client()
     if client is not None and target is not None:
         # One read of the fact table gives the target, kept on the workers, and the rows of
         # each partition, counted there. The matrix's own arrays (fact values, row maps)
         # are read where an operation needs them, or kept by ``X.persist()``: a fit that
         # reads each partition once (a closed form) then holds only the ones it is reading.
-        targets = client.compute([a[-1] for a in arrays])
+        targets = client.compute(targets)
         row_counts = client.gather(client.map(len, targets))
-        for a, y in zip(arrays, targets):
-            a[-1] = y
     else:
         # Nothing is kept: the rows each partition keeps are counted from its key (and
         # target) columns only, and its arrays computed when used.
@@ -67,8 +65,8 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
                                       for piece in base[plan.checked_columns].to_delayed()])
     row_counts = tuple(int(n) for n in row_counts)
 
-    def pieces(position):  # each partition's task computes all of its arrays at once
-        return [a[position] for a in arrays]
+    def pieces(position):
+        return [Picked(position)] * len(bundles)
 
     n_fact = len(plan.fact_features)
     starts = np.cumsum((0,) + row_counts[:-1])
@@ -97,11 +95,12 @@ def partitioned_from_tables(base, joins, *, target, features, categorical, fill_
     template_indicators = [np.empty(0, dtype=np.int64)] * len(sources)
     X = PartitionedMatrix._from_pieces(
         sources, indicators, row_counts, template_sources, template_indicators, column_maps,
-        n_columns=first, feature_names=plan.feature_names, source_names=names)
+        bundles=bundles, n_columns=first, feature_names=plan.feature_names,
+        source_names=names)
     if target is None:
         return X
     blocks = [da.from_delayed(y, (n,), dtype=plan.target_dtype)
-              for y, n in zip(pieces(1 + len(plan.dims)), row_counts)]
+              for y, n in zip(targets, row_counts)]
     y = da.concatenate(blocks) if blocks else da.empty((0,), dtype=plan.target_dtype)
     return X, y
 

@@ -29,6 +29,7 @@ from sklearn_ilargi import (  # noqa: E402
     config_context,
 )
 from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
+from sklearn_ilargi.tests._clusters import in_process_client  # noqa: E402
 from sklearn_ilargi.tests._scenarios import sources_as_given  # noqa: E402
 
 CHUNKS = (25, 0, 41, 34)
@@ -36,10 +37,8 @@ CHUNKS = (25, 0, 41, 34)
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster:
-        with distributed.Client(cluster, set_as_default=False) as client:
-            yield client
+    with in_process_client() as client:
+        yield client
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from sklearn_ilargi import NormalizedMatrix  # noqa: E402
 from sklearn_ilargi.exceptions import MaterializationWarning  # noqa: E402
 from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
 from sklearn_ilargi.normalized._row_map import RowMap  # noqa: E402
+from sklearn_ilargi.tests._clusters import in_process_client  # noqa: E402
 from sklearn_ilargi.tests._scenarios import (  # noqa: E402
     build, partitioned, random_partitions, random_scenario, sources_as_given)
 from sklearn_ilargi.utils import TrainingMatrix  # noqa: E402
@@ -32,12 +33,9 @@ CHUNKS = (9, 0, 17, 0, 14)
 
 @pytest.fixture(scope="module")
 def client():
-    distributed = pytest.importorskip("distributed",
-                                      reason="the distributed extra is not installed")
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster:
-        with distributed.Client(cluster, set_as_default=False) as client:
-            yield client
+    pytest.importorskip("distributed", reason="the distributed extra is not installed")
+    with in_process_client() as client:
+        yield client
 
 
 @pytest.fixture(params=["synchronous", "cluster"])
@@ -520,3 +518,27 @@ def test_tasks_run_on_the_dimension_rows_their_partition_reads(scheduler):
                     rtol=RTOL, atol=1e-6)
     assert sum(dask.compute(*[dask.delayed(_cached_helpers)(p)
                               for p in kept.partitions])) == 0
+
+
+@pytest.mark.parametrize("monitors_off", [False, True])
+def test_in_process_workers_that_would_spill_are_warned_of(monitors_off):
+    """Workers that are threads of this process, with a memory limit and spilling or pausing
+    on, get a warning that says how to turn those off (once per client); without them, no
+    warning."""
+    distributed = pytest.importorskip("distributed", reason="the distributed extra is not "
+                                      "installed")
+    from sklearn_ilargi.tests._clusters import MONITORS_OFF
+
+    # Given either way: the module's cluster has them off while it lives.
+    monitors_on = {"distributed.worker.memory.spill": 0.7, "distributed.worker.memory.pause": 0.8}
+    with dask.config.set(MONITORS_OFF if monitors_off else monitors_on), \
+            distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                     memory_limit="4GB", dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, client.as_current(), \
+            dask.config.set(scheduler=client.get), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            star()
+    messages = [str(w.message) for w in seen if "threads of this process" in str(w.message)]
+    assert len(messages) == (0 if monitors_off else 1)
+    assert monitors_off or 'distributed.worker.memory.' in messages[0]

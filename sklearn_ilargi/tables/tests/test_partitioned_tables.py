@@ -13,6 +13,7 @@ dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not instal
 from sklearn_ilargi import (  # noqa: E402
     FactorizedLogisticRegression, FactorizedRidge, Join, from_tables)
 from sklearn_ilargi.normalized import PartitionedMatrix  # noqa: E402
+from sklearn_ilargi.tests._clusters import in_process_client  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -145,17 +146,15 @@ def test_a_cluster_reads_the_fact_table_where_asked():
     matrix's arrays, and an iterative fit over them then reads nothing again. A closed form
     over the lazy matrix reads each partition once (and one of them once more: the pilot of
     its means)."""
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    pytest.importorskip("distributed", reason="distributed is not installed")
     sales, stores, regions = tables(seed=3)
     joins = snowflake(stores, regions, "left")
     expected = from_tables(sales, joins, target="y")
     pieces = np.array_split(np.arange(len(sales)), 4)
     frame = dd.from_delayed([dask.delayed(_read)(sales.iloc[rows], k)
                              for k, rows in enumerate(pieces)], meta=sales.iloc[:0])
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client, \
-            client.as_current(), dask.config.set(scheduler=client.get):
+    with in_process_client() as client, client.as_current(), \
+            dask.config.set(scheduler=client.get):
         _reads.clear()
         X, y = from_tables(frame, joins, target="y")
         assert sorted(_reads) == [0, 1, 2, 3]
@@ -178,7 +177,7 @@ def test_the_key_indexes_are_small_and_leave_the_workers():
     """The indexes that match the fact's keys hold int32 rows (none where every key is
     present), and the workers drop them once the matrix is persisted (no lazy partition
     needs them): only the dimensions, the partitions' arrays and the target stay."""
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    pytest.importorskip("distributed", reason="distributed is not installed")
     from sklearn_ilargi.tables._partitioned import _Plan
 
     sales, stores, regions = tables(seed=5)
@@ -190,10 +189,8 @@ def test_the_key_indexes_are_small_and_leave_the_workers():
     assert rows is None and composed.dtype == np.int32
     assert composed[2] == -1
     expected = from_tables(sales, joins, target="y")
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client, \
-            client.as_current(), dask.config.set(scheduler=client.get):
+    with in_process_client() as client, client.as_current(), \
+            dask.config.set(scheduler=client.get):
         X, y = from_tables(frame, joins, target="y")
         X = X.persist()  # read: the lazy matrix, and its reference to the indexes, are gone
         for _ in range(100):  # a release reaches the workers a moment later
@@ -241,15 +238,12 @@ def test_the_dimensions_go_straight_to_the_workers():
     """The dimensions are scattered from the client to the workers directly (through the
     scheduler the client and the scheduler would each serialize a copy), unless the client
     says otherwise."""
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed")
+    pytest.importorskip("distributed", reason="distributed is not installed")
     sales, stores, regions = tables(seed=2)
     joins = snowflake(stores, regions, "inner")
     expected = from_tables(sales, joins, target="y")
     for direct_to_workers, direct in ((None, True), (False, False)):
-        with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                      dashboard_address=":0") as cluster, \
-                distributed.Client(cluster, set_as_default=False,
-                                   direct_to_workers=direct_to_workers) as client, \
+        with in_process_client(direct_to_workers=direct_to_workers) as client, \
                 client.as_current(), dask.config.set(scheduler=client.get):
             calls, scatter = [], client.scatter
 
@@ -261,3 +255,18 @@ def test_the_dimensions_go_straight_to_the_workers():
             got = from_tables(dd.from_pandas(sales, npartitions=3), joins, target="y")
             assert calls and set(calls) == {direct}
             assert_same(expected, got)
+
+
+def test_a_partition_is_built_by_the_task_that_reads_its_arrays():
+    """Each partition's arrays (fact values, row maps, target) are one task's result, and the
+    task that builds the partition takes them from it: no task holds a piece apart, which a
+    worker would keep for every partition read ahead of its build."""
+    from dask.utils import key_split
+
+    sales, stores, regions = tables(seed=7)
+    frame = dd.from_pandas(sales, npartitions=3)
+    with dask.config.set(scheduler="synchronous"):
+        X, _ = from_tables(frame, snowflake(stores, regions, "left"), target="y")
+    for part in X.partitions:
+        names = {key_split(key) for key in dict(part.__dask_graph__())}
+        assert "partition_arrays" in names and "item" not in names  # key_split drops the _
