@@ -552,12 +552,6 @@ def one_thread(enabled=True):
     return contextlib.nullcontext()
 
 
-def alone_in_this_thread():
-    """A context that changes nothing: the device has no host threads to share (the CPU
-    backend's runs a thread's work on it alone)."""
-    return contextlib.nullcontext()
-
-
 # ---------------------------------------------------------------------- device
 def synchronize():
     """Wait for the work queued on the current device (for honest timings)."""

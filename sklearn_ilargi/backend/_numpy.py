@@ -8,7 +8,6 @@ The dense cases of the products and sums are written once for both backends in
 :mod:`._dense`; this module handles the sparse operands.
 """
 
-import contextlib
 import functools
 import operator
 import os
@@ -650,10 +649,7 @@ def placement(columns, n_columns, dtype):
 
 
 def threads():
-    """How many threads :func:`map_in_threads` runs at most: one per usable core (one in
-    :func:`alone_in_this_thread`)."""
-    if getattr(_ALONE, "active", False):
-        return 1
+    """How many threads :func:`map_in_threads` runs at most: one per usable core."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -693,27 +689,6 @@ class _WorkerPool:
 
 
 _WORKERS = _WorkerPool()
-_ALONE = threading.local()
-
-
-@contextlib.contextmanager
-def alone_in_this_thread():
-    """A context in which this thread's work runs on it alone: :func:`threads` is 1,
-    :func:`map_in_threads` runs its items here, and BLAS runs on one thread.
-
-    For work that already runs side by side with more of it (a Dask worker's task, one per
-    worker thread): more threads would oversubscribe the cores, and each would hold buffers
-    of its own.
-    """
-    from ..utils._threads import one_blas_thread  # here: utils imports this package
-
-    before = getattr(_ALONE, "active", False)
-    _ALONE.active = True
-    try:
-        with one_blas_thread():
-            yield
-    finally:
-        _ALONE.active = before
 
 
 def map_in_threads(func, items):
@@ -721,13 +696,12 @@ def map_in_threads(func, items):
 
     numpy's gathers, scipy's sparse products and BLAS release the GIL, so independent slices of
     rows run side by side; BLAS is kept to one thread meanwhile, not to oversubscribe the cores.
-    Called from one of those threads, or in :func:`alone_in_this_thread`, it runs the items in
-    the calling thread, one after the other.
+    Called from one of those threads, it runs the items in that thread, one after the other.
     """
     from ..utils._threads import one_blas_thread  # here: utils imports this package
 
     items = list(items)
-    if len(items) <= 1 or getattr(_ALONE, "active", False):
+    if len(items) <= 1:
         return [func(item) for item in items]
     with one_blas_thread():
         return _WORKERS.map(func, items)

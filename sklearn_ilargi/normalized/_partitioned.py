@@ -22,7 +22,6 @@ import weakref
 import numpy as np
 
 from ..backend import get_backend
-from ..backend._numpy import alone_in_this_thread
 from ..exceptions import MaterializationWarning
 from ..ops._products import join_is_sparse
 from ._compact import compacted, detached
@@ -1189,11 +1188,9 @@ class TransposedPartitionedMatrix(TransposedView):
 # ---------------------------------------------------------------------- per-partition kernels
 # Module functions (not lambdas), so that the tasks pickle to worker processes.
 def on_partition(func, part, *args):
-    """``func(part, *args)`` on the partition's working copy (:func:`working_copy`), on this
-    thread alone (the worker's threads are what runs partitions side by side): every task
-    over a partition runs through here."""
-    with alone_in_this_thread():
-        return func(working_copy(part), *args)
+    """``func(part, *args)`` on the partition's working copy (:func:`working_copy`): every
+    task over a partition runs through here."""
+    return func(working_copy(part), *args)
 
 
 def working_copy(part):

@@ -4,7 +4,6 @@ Each test runs on dask's synchronous scheduler; those marked with the ``cluster`
 on a ``LocalCluster(processes=False, n_workers=2)`` too (one for the module).
 """
 
-import operator
 import warnings
 
 import numpy as np

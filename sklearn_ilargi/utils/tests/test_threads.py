@@ -1,6 +1,5 @@
 """The BLAS limit of small fits: shared safely by threads, the old limits back afterwards."""
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -168,19 +167,3 @@ def test_in_a_fresh_process_threads_leave_the_limits_as_they_were(limitable_blas
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
-
-
-def test_alone_in_this_thread_runs_a_map_here_on_one_blas_thread(limitable_blas):
-    """A Dask task's work (see ``normalized._partitioned.on_partition``) runs on its own
-    thread: one share of the slices, one BLAS thread, the limits back afterwards."""
-    from sklearn_ilargi.backend._numpy import alone_in_this_thread, threads
-
-    cpu = get_backend("cpu")
-    before = blas_threads()
-    here = threading.get_ident()
-    with alone_in_this_thread():
-        assert threads() == 1
-        seen = cpu.map_in_threads(lambda _: (threading.get_ident(), blas_threads()), [0, 1])
-        assert all(ident == here and set(limits) == {1} for ident, limits in seen)
-    assert threads() > 1 or len(os.sched_getaffinity(0)) == 1
-    assert blas_threads() == before
