@@ -1,5 +1,5 @@
 """The weighted means of ``X`` and ``Y`` and the sums of squares and products of their centered
-columns: what a closed form (least squares, PCA) reads of the data.
+columns: what a closed form (least squares, PCA, the scaler) reads of the data.
 
 In memory they take a pass for the means and one for the centered sums, which keeps the
 digits of a column whose mean is large against its spread. Over Dask partitions each partition
