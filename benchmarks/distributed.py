@@ -24,7 +24,8 @@ scheduler and workers, polled):
   same tables in memory (pandas), whose coefficients the partitioned fit must equal.
 
 It prints the ratios (dask-ml / factorized) measured in this one run, and writes JSON under
-``benchmarks/results/`` (``distributed_sf<scale>.json``, or ``..._in_process.json``). A step
+``benchmarks/results/`` (``distributed_sf<scale>.json``, or ``..._in_process.json``, with
+``_<pool>`` after a ``--arrow-pool``). A step
 that exceeds ``--timeout`` seconds is reported as such, and its cluster closed. ``--steps``
 runs some of the steps. Nothing asserts.
 
@@ -32,7 +33,6 @@ runs some of the steps. Nothing asserts.
     python benchmarks/distributed.py --scale 0.1 --parts 4 --reference   # a smoke run
 """
 
-import datetime
 import os
 import subprocess
 import sys
@@ -94,27 +94,22 @@ def generate(folder, scale, parts):
 
 
 def dimensions(folder):
-    """The dimension tables in memory, decimals as float64 and dates as datetime64."""
+    """The dimension tables in memory, decimals as float64 and dates as datetime64 (cast by
+    Arrow: pandas reads a decimal as Python objects)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     out = {}
     for name in FEATURES:
         if name == "lineitem":
             continue
-        frame = pd.read_parquet(folder / f"{name}.parquet", columns=FEATURES[name] + KEYS[name])
-        out[name] = _floats(frame)
+        table = pq.read_table(folder / f"{name}.parquet", columns=FEATURES[name] + KEYS[name])
+        schema = pa.schema([
+            field.with_type(pa.float64()) if pa.types.is_decimal(field.type)
+            else field.with_type(pa.timestamp("ns")) if pa.types.is_date(field.type)
+            else field for field in table.schema])
+        out[name] = table.cast(schema).to_pandas()
     return out
-
-
-def _floats(frame):
-    """Decimal columns (Arrow decimals or Decimal objects) as float64; dates (Arrow's date32,
-    which pandas reads as Python date objects) as datetime64."""
-    for column in frame.columns:
-        dtype = frame[column].dtype
-        first = frame[column].iloc[0] if len(frame) else None
-        if "decimal" in str(dtype) or dtype == object and type(first).__name__ == "Decimal":
-            frame[column] = frame[column].astype("float64")
-        elif dtype == object and isinstance(first, datetime.date):
-            frame[column] = pd.to_datetime(frame[column])
-    return frame
 
 
 def lineitem(folder, row_groups=False):
@@ -147,13 +142,15 @@ def joins(dims):
 
 
 # ---------------------------------------------------------------------- the measured steps
-def factorized(folder, dims, estimator):
+def factorized(folder, estimator):
     from sklearn_ilargi import FactorizedLogisticRegression, FactorizedRidge, from_tables
 
     from distributed import futures_of, wait
 
     start = time.perf_counter()
-    X, y = from_tables(lineitem(folder), joins(dims), target=TARGET)
+    # The dimensions are read here and held by nothing once from_tables has encoded and
+    # indexed them: a script that reads them for the call.
+    X, y = from_tables(lineitem(folder), joins(dimensions(folder)), target=TARGET)
     if estimator != "ridge":
         # The iterations read every partition again: its fact values and row maps stay on
         # the workers. The closed form reads each once, from the Parquet files.
@@ -171,7 +168,7 @@ def factorized(folder, dims, estimator):
             "fit_seconds": time.perf_counter() - built}
 
 
-def dask_joined(folder, dims, memory_bytes):
+def dask_joined(folder, memory_bytes):
     """The Dask-joined matrix: ``dd.merge`` with each dimension broadcast, one-hot columns
     by ``get_dummies`` over the dimension's categories, dates as days; persisted on the
     workers where it takes at most half of ``memory_bytes`` (the cluster's memory)."""
@@ -184,7 +181,7 @@ def dask_joined(folder, dims, memory_bytes):
     # One partition each, persisted on the workers once (``broadcast=True`` then copies it
     # to each): the graph of every pass names them instead of carrying the tables.
     encoded = {name: dd.from_pandas(_encoded(table, KEYS[name]), npartitions=1)
-               for name, table in dims.items()}
+               for name, table in dimensions(folder).items()}
     encoded = dict(zip(encoded, client.persist(list(encoded.values()))))
     wait(list(encoded.values()))
     frame = frame.merge(encoded["orders"], left_on="l_orderkey", right_on="o_orderkey",
@@ -228,9 +225,6 @@ def _encoded(table, keys):
     for column in out.columns:
         if column in keys:
             continue
-        if out[column].dtype == object and len(out) and isinstance(
-                out[column].iloc[0], datetime.date):  # Arrow's date32 as Python dates
-            out[column] = pd.to_datetime(out[column])
         if pd.api.types.is_datetime64_any_dtype(out[column]):
             out[column] = (out[column] - pd.Timestamp("1970-01-01")).dt.days.astype("float64")
         elif not pd.api.types.is_numeric_dtype(out[column]):
@@ -238,12 +232,12 @@ def _encoded(table, keys):
     return out
 
 
-def daskml(folder, dims, estimator, memory_bytes):
+def daskml(folder, estimator, memory_bytes):
     """dask-ml with its default solvers (ADMM for the linear model, as dask-ml chooses;
     L-BFGS for the logistic one, like ours) on the Dask-joined matrix."""
     from dask_ml.linear_model import LinearRegression, LogisticRegression
 
-    X, y, persisted = dask_joined(folder, dims, memory_bytes)
+    X, y, persisted = dask_joined(folder, memory_bytes)
     if estimator == "linear":
         model = LinearRegression(C=1.0, penalty="l2").fit(X, y)
     else:
@@ -253,22 +247,23 @@ def daskml(folder, dims, estimator, memory_bytes):
             "n_columns": int(X.shape[1]), "persisted": persisted}
 
 
-def memory_reference(folder, dims, memory_bytes=None):
+def memory_reference(folder, memory_bytes=None):
     """The same fit in memory: lineitem read whole into pandas, in-memory from_tables."""
     from sklearn_ilargi import FactorizedRidge, from_tables
 
     fact = lineitem(folder).compute()
-    X, y = from_tables(fact, joins(dims), target=TARGET)
+    X, y = from_tables(fact, joins(dimensions(folder)), target=TARGET)
     model = FactorizedRidge(alpha=ALPHA).fit(X, y)
     return {"coef": model.coef_.tolist(), "n_rows": X.shape[0], "n_columns": X.shape[1]}
 
 
-#: The measured steps: each a function of (folder, dims, the cluster's memory in bytes).
+#: The measured steps: each a function of (folder, the cluster's memory in bytes), which
+#: reads the dimensions itself.
 STEPS = {
-    "factorized_ridge": lambda folder, dims, memory: factorized(folder, dims, "ridge"),
-    "daskml_linear": lambda folder, dims, memory: daskml(folder, dims, "linear", memory),
-    "factorized_logistic": lambda folder, dims, memory: factorized(folder, dims, "logistic"),
-    "daskml_logistic": lambda folder, dims, memory: daskml(folder, dims, "logistic", memory),
+    "factorized_ridge": lambda folder, memory: factorized(folder, "ridge"),
+    "daskml_linear": lambda folder, memory: daskml(folder, "linear", memory),
+    "factorized_logistic": lambda folder, memory: factorized(folder, "logistic"),
+    "daskml_logistic": lambda folder, memory: daskml(folder, "logistic", memory),
     "memory_reference": memory_reference,
 }
 
@@ -365,6 +360,10 @@ def main():
     parser.add_argument("--in-process", action="store_true",
                         help="the workers as threads of this process (processes=False): the "
                         "dimensions, sent to every worker, are then held once")
+    parser.add_argument("--arrow-pool", choices=["jemalloc", "mimalloc", "system"],
+                        help="Arrow's memory pool (default: Arrow's own default); jemalloc "
+                        "returns the pages that the reads free to the system after a short "
+                        "decay, where the others may keep more of them for later reads")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per step, seconds")
     parser.add_argument("--reference", action="store_true",
                         help="also fit in memory (only where lineitem fits in memory)")
@@ -385,9 +384,12 @@ def main():
         dask.config.set({f"distributed.worker.memory.{k}": False
                          for k in ("target", "spill", "pause", "terminate")})
 
+    import pyarrow as pa
+
+    if options.arrow_pool:
+        pa.set_memory_pool(getattr(pa, f"{options.arrow_pool}_memory_pool")())
     folder = options.data / f"sf{options.scale:g}_p{options.parts}"
     generate(folder, options.scale, options.parts)
-    dims = dimensions(folder)
     memory_bytes = options.workers * parse_bytes(options.memory_limit)
     steps = [name for name in options.steps if name != "memory_reference"]
     if options.reference:
@@ -403,7 +405,7 @@ def main():
             rounds = admm_rounds()
             cluster.scheduler.add_plugin(rounds)  # a LocalCluster's scheduler is in this process
             seconds, memory, outcome = measure(
-                lambda: STEPS[name](folder, dims, memory_bytes), options.timeout)
+                lambda: STEPS[name](folder, memory_bytes), options.timeout)
         results[name] = {"seconds": seconds, "peak_bytes": memory.peak,
                          "peak_client_bytes": memory.client_peak,
                          "peak_cluster_bytes": memory.cluster_peak,
@@ -432,10 +434,12 @@ def main():
             np.abs(got - expected).max() / np.abs(expected).max())
         print(f"ridge coefficients, partitioned vs in memory: largest relative difference "
               f"{results['ridge_relative_difference']:.3g}")
-    where = "_in_process" if options.in_process else ""
+    where = ("_in_process" if options.in_process else "") + (
+        f"_{options.arrow_pool}" if options.arrow_pool else "")
     write_results(options.out, f"distributed_sf{options.scale:g}{where}.json",
                   {"machine": machine(), "options": {k: str(v) for k, v in vars(
-                      options).items()}, "results": results})
+                      options).items()}, "arrow_pool": pa.default_memory_pool().backend_name,
+                   "results": results})
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ OPTIONS = {
         doc="Two small dimensions pair through a dense co-occurrence matrix when it has at "
             "most this many cells per target row."),
     "gathered_values_per_slice": Option(
-        1 << 24, "int",
+        1 << 22, "int",
         doc="Most gathered values held at once by a product that slices the target's rows "
             "(bounds its scratch memory)."),
     "parallel_slice_rows": Option(

@@ -40,7 +40,8 @@ SHARED_CONSTRAINTS = {
 
 # ---------------------------------------------------------------------- validation
 def check_fit_input(estimator, X, y, sample_weight, *, classifier=False):
-    """Validate ``X``, ``y`` and ``sample_weight`` for ``fit``; weights default to ones."""
+    """Validate ``X``, ``y`` and ``sample_weight`` for ``fit``; weights default to ones (a
+    read-only view)."""
     if classifier:
         X, y = validate_input(estimator, X, y, accept_sparse=ACCEPT_SPARSE)
     else:
@@ -49,6 +50,10 @@ def check_fit_input(estimator, X, y, sample_weight, *, classifier=False):
         y = np.asarray(y, dtype=np.float64)
         # An object y holding None passes scikit-learn's check as an object, and is NaN now.
         assert_all_finite(y, input_name="y")
+    if sample_weight is None:
+        # Ones, as a read-only view of a single one: a fit over many rows (partitioned
+        # ones, say) holds no array of weights that all equal 1.
+        return X, y, np.broadcast_to(np.float64(1.0), (X.shape[0],))
     # Checked against a host placeholder of X's length: the weights are a numpy array
     # whatever X is (a NormalizedMatrix, or an array under array_api_dispatch), and the
     # products move them where X lives.

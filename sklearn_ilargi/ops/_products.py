@@ -358,6 +358,11 @@ def _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small):
     long column at a time, where row-major rows of a few values each copy slowly. The fact
     table joined alone is its own slice, a view: each slice of it is read by one product and
     the scatters into every ``apart`` block, on the thread that owns the slice.
+
+    An ``apart`` block whose rows cost less to read for each slice than a scatter onto all
+    of them (:func:`_gathered_for_slices`: a sparse block of a few values per row, say)
+    meets each slice by the product of its gathered rows instead: its total is then
+    ``(c_b, width)``, not one of ``(n_source, width)`` per thread.
     """
     columns = np.concatenate([b.columns for b in joined])
     overlapping = len(np.unique(columns)) < len(columns)
@@ -370,9 +375,13 @@ def _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small):
     ends = np.cumsum([b.shape[1] for b in joined])
     width = len(columns)
 
+    gathered = [_gathered_for_slices(be, b, width) for b in apart]
+
     def zeros():
         return [be.xp.zeros((width, width), nm.dtype)] + [
-            be.xp.zeros((b.row_map.n_source, width), nm.dtype, order="F") for b in apart]
+            be.xp.zeros((b.shape[1], width), nm.dtype) if gather
+            else be.xp.zeros((b.row_map.n_source, width), nm.dtype, order="F")
+            for b, gather in zip(apart, gathered)]
 
     def side_by_side(start, stop, scratch):
         if len(joined) == 1 and joined[0].row_map.is_identity:
@@ -393,18 +402,47 @@ def _terms_of_joined_slices(be, nm, joined, apart, sample_weight, small):
         weights = None if sample_weight is None else sample_weight[start:stop]
         totals[0] += be.weighted_gram(Z, weights)
         weighted = be.scale_rows(Z, weights) if apart else None
-        for block, total in zip(apart, totals[1:]):
-            be.scatter_add_rows(weighted, _rows_between(block.row_map, start, stop), out=total)
+        for block, gather, total in zip(apart, gathered, totals[1:]):
+            if gather:
+                total += be.dot(_gathered_rows(be, block, start, stop, scratch).T, weighted)
+            else:
+                be.scatter_add_rows(weighted, _rows_between(block.row_map, start, stop),
+                                    out=total)
 
     summed = _sum_over_slices(be, add_slice, zeros, nm.shape[0], width)
     if summed is None:
         return []
     terms = [(columns, columns, summed[0])]
     with be.one_thread(small):
-        for block, scattered in zip(apart, summed[1:]):
-            cross = be.dot(block.source.T, scattered)
+        for block, gather, total in zip(apart, gathered, summed[1:]):
+            cross = total if gather else be.dot(block.source.T, total)
             terms += [(block.columns, columns, cross), (columns, block.columns, cross.T)]
     return terms
+
+
+def _gathered_for_slices(be, block, width):
+    """Whether the joined slices (``width`` columns) meet ``block``, kept apart, by gathering
+    its rows for each slice rather than by scattering each slice onto its source rows.
+
+    Each way is priced by the values it touches. A gather copies the values of the source
+    row of every target row (with their column indices, where sparse), and multiplies each
+    by a row of the slice. A scatter adds each target row into a total of every source row,
+    zeroes and adds up one such total per thread, and multiplies the totals by the stored
+    values.
+    """
+    row_map, sparse = block.row_map, be.is_sparse(block.source)
+    stored = int(block.source.nnz) if sparse else block.source.size
+    gathered = _gathered_values(be, block) * (width + (2 if sparse else 1))
+    scattered = (row_map.n_target + be.threads() * row_map.n_source + stored) * width
+    return gathered <= scattered
+
+
+def _gathered_rows(be, block, start, stop, scratch):
+    """The block's rows of target rows ``start:stop``: CSR for a sparse source, else dense
+    (in a buffer of ``scratch``)."""
+    if be.is_sparse(block.source):
+        return be.gather_sparse_rows(block.source, _rows_between(block.row_map, start, stop))
+    return _rows_of(be, block, start, stop, scratch=scratch)
 
 
 def _small(blocks):

@@ -3,7 +3,8 @@
 The dimension tables are in memory. Each is encoded once, here, as :func:`from_tables`
 encodes a table (numbers, dates, one-hot categories), and indexed once by its key; the
 PartitionedMatrix sends both to the workers once. Each fact partition then only looks its
-keys up in those indexes (``pandas.Index.get_indexer``): the row maps of that partition. A
+keys up in those indexes (``KeyIndex``: arrays for integer keys, a ``pandas.Index`` for
+others): the row maps of that partition. A
 snowflake's outer tables are looked up once per row of the table they hang from, and
 composed with that table's row map per partition (``g_region = g_store_to_region[g_store]``).
 
@@ -26,6 +27,7 @@ from ..normalized._partitioned import (PartitionedMatrix, Picked, broadcast,
                                        distributed_client, import_dask)
 from ..normalized._row_map import index_dtype
 from ..normalized._storage import storage_layout, stored_dimension
+from ._key_index import KeyIndex
 from ._spec import Join, Union, default_name
 
 
@@ -162,14 +164,14 @@ class _Plan:
             dim = _Dimension(self.names[i], table, source, placement, names, parent - 1,
                              join.how)
             left, right = keyed[i - 1]
-            rows = _key_index(table, right, self.names[i])
+            rows = KeyIndex(table, right, self.names[i])
             if dim.parent < 0:
                 _check_key_types(base._meta, left, table, right, self.names[0], self.names[i])
                 dim.index, dim.left_keys = rows, left
             else:
                 outer = tables[parent]
                 _check_key_types(outer, left, table, right, self.names[parent], self.names[i])
-                dim.index = _look_up(rows, outer, left, index_dtype(len(table)))
+                dim.index = rows.look_up(outer, left, index_dtype(len(table)))
             self.dims.append(dim)
             feature_names += names
         if wanted is not None:
@@ -252,7 +254,7 @@ def _row_maps(frame, lookup):
     maps = []
     for parent, how, index, left_keys in lookup.dims:
         if parent < 0:
-            rows = _look_up(index, frame, left_keys, lookup.index_dtypes[len(maps)])
+            rows = index.look_up(frame, left_keys, lookup.index_dtypes[len(maps)])
         else:
             above = maps[parent]
             rows = np.where(above >= 0, index[np.maximum(above, 0)], -1)
@@ -327,42 +329,6 @@ def _in_memory(join, name):
 def _checked_keys(join, name):
     left, right = join._checked(f"Join {name!r}")
     return left, right
-
-
-def _key_index(table, keys, name):
-    """The rows of ``table`` by key, over its rows with no null key: ``(index, rows)``,
-    ``rows`` the table's row of each index entry (None where every row has its keys)."""
-    values = table[keys]
-    has_keys = values.notna().all(axis=1).to_numpy()
-    present = None
-    if not has_keys.all():
-        present = np.flatnonzero(has_keys).astype(index_dtype(len(table)), copy=False)
-        values = values.iloc[present]
-    index = (pd.Index(values[keys[0]]) if len(keys) == 1
-             else pd.MultiIndex.from_frame(values))
-    if not index.is_unique:
-        raise ValueError(
-            f"Join {name!r}: the keys {keys} of table {name!r} are not unique; over a Dask "
-            "DataFrame fact table, joined tables must have unique keys (many-to-one joins)."
-        )
-    return index, present
-
-
-def _look_up(key_index, frame, keys, dtype):
-    """For each row of ``frame``, the row of the indexed table with its keys, else -1, as
-    ``dtype``."""
-    index, rows = key_index
-    values = frame[keys]
-    if len(keys) == 1:
-        positions = index.get_indexer(values[keys[0]])
-    else:
-        positions = index.get_indexer(pd.MultiIndex.from_frame(values))
-    missing = values.isna().any(axis=1).to_numpy() | (positions < 0)
-    if rows is not None:
-        positions = rows[np.maximum(positions, 0)] if len(rows) else positions
-    positions = positions.astype(dtype, copy=False)
-    positions[missing] = -1
-    return positions
 
 
 def _check_key_types(left_table, left_keys, right_table, right_keys, left_name, right_name):

@@ -412,3 +412,19 @@ def test_logistic_products_run_on_one_blas_thread(monkeypatch):
         as_is = FactorizedLogisticRegression(strategy="factorized").fit(nm, y)
     assert set(seen) == {(1, _logistic._openmp_effective_n_threads())}
     assert_allclose(one.coef_, as_is.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_unit_weights_take_no_memory_and_cannot_be_written():
+    """Without sample_weight, the weights are a read-only view of a single one (a fit over
+    many rows holds no array of them), and fit as explicit ones do."""
+    from sklearn_ilargi.linear_model._base import check_fit_input
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((50, 3)), rng.standard_normal(50)
+    _, _, weights = check_fit_input(FactorizedRidge(), X, y, None)
+    assert weights.shape == (50,) and weights.strides == (0,) and (weights == 1).all()
+    assert not weights.flags.writeable
+    for estimator in (FactorizedRidge(), FactorizedLinearRegression()):
+        unit = clone(estimator).fit(X, y)
+        ones = clone(estimator).fit(X, y, sample_weight=np.ones(50))
+        assert_allclose(unit.coef_, ones.coef_, rtol=1e-12)

@@ -357,6 +357,40 @@ def test_every_way_of_pairing_blocks_in_the_gram(max_columns, values_per_slice,
             close(nm.gram(weights), T.T @ (weights[:, None] * T))
 
 
+@pytest.mark.parametrize("kind", ["sparse", "sparse, left join", "dense", "dense by columns",
+                                  "sparse, few rows"])
+def test_blocks_apart_meet_the_slices_by_gathers_or_scatters(kind):
+    """A block kept apart from the joined slices meets them by gathering its rows for each
+    slice where that touches fewer values (a sparse block of one value a row over about as
+    many rows as the target, a single narrow dense block), else by a scatter onto its rows:
+    the same gram either way, with weights and a shift, in slices of a few rows."""
+    from sklearn_ilargi.ops._products import _gathered_for_slices
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    n_source = 300 if kind == "sparse, few rows" else n
+    if kind.startswith("sparse"):  # wide enough to be stored sparse
+        source = sp.csr_matrix((rng.random(n_source) + 1, (np.arange(n_source),
+                                rng.integers(0, 500, n_source))), shape=(n_source, 500))
+    else:
+        source = rng.standard_normal((n_source, 1)) + 1e3
+        if kind == "dense by columns":
+            source = np.asfortranarray(np.repeat(source, 2, axis=1) * [1, -2])
+    rows = rng.integers(-1 if "left" in kind else 0, n_source, n)
+    weights = rng.random(n)
+    with config_context(column_major_min_rows=0, gathered_values_per_slice=400,
+                        parallel_slice_rows=0):
+        nm = NormalizedMatrix.from_matrices([rng.standard_normal((n, 3)), source],
+                                            [np.arange(n), rows])
+        T = nm.toarray()
+        assert sp.issparse(nm.blocks[1].source) == kind.startswith("sparse")
+        assert _gathered_for_slices(nm.backend, nm.blocks[1], 3) == (kind != "sparse, few rows")
+        close(nm.gram(), T.T @ T)
+        close(nm.gram(weights), T.T @ (weights[:, None] * T))
+        shifted, S = nm - 2.5, T - 2.5
+        close(shifted.gram(weights), S.T @ (weights[:, None] * S), atol=1e-9)
+
+
 @pytest.mark.parametrize("slice_rows", [0, 10**9])
 @pytest.mark.parametrize("dots_max_columns", [0, 10**6])
 @pytest.mark.parametrize("one_thread_cells", [0, 10**9])

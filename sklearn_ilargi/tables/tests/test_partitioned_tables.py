@@ -185,8 +185,8 @@ def test_the_key_indexes_are_small_and_leave_the_workers():
     joins = snowflake(stores, regions, "left")
     frame = dd.from_pandas(sales, npartitions=3)
     plan = _Plan(frame, joins, "y", None, "onehot")
-    (_, rows), composed = plan.lookup.dims[0][2], plan.lookup.dims[1][2]
-    assert rows is None and composed.dtype == np.int32
+    index, composed = plan.lookup.dims[0][2], plan.lookup.dims[1][2]
+    assert index.rows is None and composed.dtype == np.int32
     assert composed[2] == -1
     expected = from_tables(sales, joins, target="y")
     with in_process_client() as client, client.as_current(), \
