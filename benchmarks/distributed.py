@@ -362,8 +362,8 @@ def main():
                         "dimensions, sent to every worker, are then held once")
     parser.add_argument("--arrow-pool", choices=["jemalloc", "mimalloc", "system"],
                         help="Arrow's memory pool (default: Arrow's own default); jemalloc "
-                        "returns the pages that the reads free to the system after a short "
-                        "decay, where the others may keep more of them for later reads")
+                        "returns the pages that the reads free to the system promptly, where "
+                        "the others may keep more of them for later reads")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per step, seconds")
     parser.add_argument("--reference", action="store_true",
                         help="also fit in memory (only where lineitem fits in memory)")

@@ -23,6 +23,7 @@ from ..utils._sklearn_compat import Interval, StrOptions, _check_sample_weight
 from .._config import get_config
 from ..base import reads_fitted_model
 from ..utils import TrainingMatrix, one_blas_thread, validate_input
+from ..utils._validation import check_lazy_target, lazy_numeric_target
 from ..utils._moments import centered_moments
 
 ACCEPT_SPARSE = ("csr", "csc", "coo")
@@ -39,11 +40,15 @@ SHARED_CONSTRAINTS = {
 
 
 # ---------------------------------------------------------------------- validation
-def check_fit_input(estimator, X, y, sample_weight, *, classifier=False):
+def check_fit_input(estimator, X, y, sample_weight, *, classifier=False, lazy_y=False):
     """Validate ``X``, ``y`` and ``sample_weight`` for ``fit``; weights default to ones (a
-    read-only view)."""
+    read-only view). With ``lazy_y``, a regressor's Dask ``y`` for a PartitionedMatrix stays
+    a Dask array, checked where its blocks live (``utils._validation.check_lazy_target``)."""
     if classifier:
         X, y = validate_input(estimator, X, y, accept_sparse=ACCEPT_SPARSE)
+    elif lazy_y and lazy_numeric_target(X, y):
+        X = validate_input(estimator, X)
+        y = check_lazy_target(y, X.shape[0])
     else:
         X, y = validate_input(estimator, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True,
                               multi_output=True)
@@ -232,7 +237,7 @@ def least_squares_closed_form(matrix, y, sample_weight, alpha, fit_intercept, rc
     if solution is not None:
         return solution
     x_scale = _power_of_two(matrix.column_magnitudes())
-    y_scale = _power_of_two(np.abs(y).max(axis=0))
+    y_scale = _power_of_two(np.asarray(abs(y).max(axis=0)))  # y may be a Dask array
     scaled = matrix.scale_columns(1.0 / x_scale)
     # Scaling keeps which columns are constant: found once, and only if a solve asks.
     with np.errstate(over="ignore", invalid="ignore"):

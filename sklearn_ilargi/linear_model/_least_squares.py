@@ -15,6 +15,7 @@ import numpy as np
 
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix
+from ..utils._partitioned import PartitionedTrainingMatrix
 from ..utils._progress import IterationProgress
 from ._base import least_squares_closed_form, least_squares_gd, weighted_means
 from ._iterative import ITERATIVE_SOLVERS, least_squares_iterative
@@ -65,6 +66,11 @@ def fit_least_squares(estimator, X, y2, sample_weight, alpha, *, solvers, max_it
     matrix = TrainingMatrix(estimator._dispatch(X, profile, backend=backend))
     solver = estimator.decision_.solver
     n_targets = y2.shape[1]
+    if solver in ("gd", *ITERATIVE_SOLVERS) or not isinstance(matrix,
+                                                               PartitionedTrainingMatrix):
+        # A Dask y (``check_fit_input(lazy_y=True)``) stays where it lives for the closed
+        # form over partitions, which reads it with them; the other solvers read it whole.
+        y2 = np.asarray(y2)
     if solver == "gd":
         max_iter = GD_MAX_ITER if max_iter is None else max_iter
         with IterationProgress(estimator.verbose, max_iter, name) as progress:

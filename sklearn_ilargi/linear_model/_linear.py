@@ -149,7 +149,7 @@ class FactorizedLinearRegression(
 
     @falls_back_to_cpu
     def _fit(self, X, y, sample_weight, *, backend):
-        X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
+        X, y, sample_weight = check_fit_input(self, X, y, sample_weight, lazy_y=True)
         y2 = y.reshape(len(y), -1)
         solvers = ("lstsq", "lsqr") if self.solver == "auto" else (self.solver,)
         coef, x_mean, y_mean, n_iter, self.rank_ = fit_least_squares(

@@ -153,7 +153,7 @@ class FactorizedRidge(
 
     @falls_back_to_cpu
     def _fit(self, X, y, sample_weight, *, backend):
-        X, y, sample_weight = check_fit_input(self, X, y, sample_weight)
+        X, y, sample_weight = check_fit_input(self, X, y, sample_weight, lazy_y=True)
         y2 = y.reshape(len(y), -1)
         alpha = _check_alpha(self.alpha, y2.shape[1])
         solvers = ("cholesky", "sparse_cg") if self.solver == "auto" else (self.solver,)

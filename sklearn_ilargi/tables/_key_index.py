@@ -11,6 +11,8 @@ searched by bisection within its bucket of keys. Other keys (strings, floats, da
 import numpy as np
 import pandas as pd
 
+from ..normalized._row_map import index_dtype
+
 #: Bytes a key of a ``pandas.Index`` takes with its hash table (its values and the table).
 _HASHED_BYTES_PER_KEY = 40
 
@@ -33,7 +35,7 @@ class KeyIndex:
         #: The table's row of each indexed row (None where every row has its keys).
         self.rows = None
         if not has_keys.all():
-            self.rows = np.flatnonzero(has_keys)
+            self.rows = np.flatnonzero(has_keys).astype(index_dtype(len(table)), copy=False)
             values = values.iloc[self.rows]
         columns = [values[k] for k in keys]
         self._integer = _IntegerKeys.of(columns)
@@ -138,7 +140,7 @@ class _IntegerKeys:
         low, high = self.bounds[buckets], self.bounds[buckets + 1]
         at = low.astype(np.int64)  # where each code is, or would be, among the sorted
         active = np.flatnonzero(low < high)
-        low, high = low[active], high[active]
+        low, high = at[active], high[active].astype(np.int64)
         while len(active):
             middle = (low + high) >> 1
             below = self.sorted[middle] < codes[active]

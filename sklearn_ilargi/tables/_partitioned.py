@@ -4,9 +4,9 @@ The dimension tables are in memory. Each is encoded once, here, as :func:`from_t
 encodes a table (numbers, dates, one-hot categories), and indexed once by its key; the
 PartitionedMatrix sends both to the workers once. Each fact partition then only looks its
 keys up in those indexes (``KeyIndex``: arrays for integer keys, a ``pandas.Index`` for
-others): the row maps of that partition. A
-snowflake's outer tables are looked up once per row of the table they hang from, and
-composed with that table's row map per partition (``g_region = g_store_to_region[g_store]``).
+others): the row maps of that partition. A snowflake's outer tables are looked up once per
+row of the table they hang from, and composed with that table's row map per partition
+(``g_region = g_store_to_region[g_store]``).
 
 The PartitionedMatrix is lazy, as Dask collections are: each partition's arrays (its feature
 values and row maps) are computed where an operation needs them, or kept on the workers by

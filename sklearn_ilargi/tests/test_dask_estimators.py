@@ -15,6 +15,7 @@ da = pytest.importorskip("dask.array", reason="the distributed extra (dask) is n
 distributed = pytest.importorskip("distributed", reason="the distributed extra is not installed")
 
 import joblib  # noqa: E402
+from sklearn.base import clone  # noqa: E402
 from sklearn.model_selection import GridSearchCV, cross_validate  # noqa: E402
 
 from sklearn_ilargi import (  # noqa: E402
@@ -93,6 +94,47 @@ def test_least_squares_closed_form(synchronous, Estimator, params, strategy):
     predictions = model.predict(X)
     assert isinstance(predictions, da.Array)
     assert_allclose(predictions.compute(), expected.predict(reference), rtol=1e-9)
+
+
+@pytest.mark.parametrize("Estimator", [FactorizedLinearRegression, FactorizedRidge])
+def test_a_dask_target_is_read_where_it_lives(synchronous, Estimator):
+    """A closed form over partitions reads a Dask y with the partitions, never assembled in
+    one array (no task returns all of its rows); two targets too. An iterative solver reads
+    it whole, and fits the same model as from the array."""
+    from dask.callbacks import Callback
+
+    reference, X, y = star(offset=1e6)
+    Y = np.column_stack([y, 2 * y + 1e6])
+    assembled = []
+
+    def watch(key, result, dsk, state, worker_id):
+        if isinstance(result, np.ndarray) and result.ndim and result.shape[0] == len(y):
+            assembled.append(key)
+
+    for target in (y, Y):
+        expected = Estimator().fit(reference, target)
+        with Callback(posttask=watch):
+            model = Estimator().fit(X, da.from_array(target, chunks=(33,) + target.shape[1:]))
+        assert not assembled
+        assert relative(model.coef_, expected.coef_) < 1e-9
+        assert_allclose(model.intercept_, expected.intercept_, rtol=1e-9)
+    iterative = FactorizedRidge(solver="lsqr", tol=1e-10)
+    assert relative(clone(iterative).fit(X, da.from_array(y, chunks=33)).coef_,
+                    clone(iterative).fit(X, y).coef_) < 1e-12
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.nan, "Input y contains NaN"),
+    (np.inf, "Input y contains infinity"),
+])
+def test_a_dask_target_is_checked_where_it_lives(synchronous, bad, message):
+    _, X, y = star()
+    y = y.copy()
+    y[50] = bad
+    with pytest.raises(ValueError, match=message):
+        FactorizedRidge().fit(X, da.from_array(y, chunks=33))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        FactorizedLinearRegression().fit(X, da.from_array(y[:-1], chunks=33))
 
 
 def test_least_squares_over_products(synchronous):

@@ -29,7 +29,8 @@ def centered_moments(matrix, Y, sample_weight, center=True, diagonal=False):
     matrix : TrainingMatrix
         ``X``; a PartitionedTrainingMatrix is read in one pass over its partitions.
     Y : ndarray of shape (n_samples, t)
-        Its targets (``t`` may be 0).
+        Its targets (``t`` may be 0); for a PartitionedTrainingMatrix, a Dask array too,
+        whose blocks are read where they live.
     sample_weight : ndarray of shape (n_samples,) or None
         None for unit weights (which then take no pass of their own, and are not sent to
         the workers).
@@ -85,7 +86,9 @@ def _weighted_means(matrix, sample_weight):
 
 
 def _mean_of(Y, sample_weight):
-    return Y.mean(axis=0) if sample_weight is None else sample_weight @ Y / sample_weight.sum()
+    """The weighted means of ``Y``'s columns (of a Dask ``Y`` too, computed)."""
+    return np.asarray(Y.mean(axis=0) if sample_weight is None
+                      else sample_weight @ Y / sample_weight.sum())
 
 
 def _moments_and_extremes(matrix, Y, sample_weight, x_pilot, y_pilot, diagonal):

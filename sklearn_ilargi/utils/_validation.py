@@ -9,6 +9,7 @@ from sklearn.utils.validation import (
 )
 
 from ..normalized import NormalizedMatrix, PartitionedMatrix
+from ..normalized._partitioned import import_dask, is_dask_collection
 
 
 def is_normalized(X):
@@ -52,6 +53,35 @@ def validate_input(estimator, X, y="no_validation", *, reset=True, **check_param
                 multi_output=check_params.get("multi_output", False))
     check_consistent_length(X, y)
     return X, y
+
+
+def lazy_numeric_target(X, y):
+    """Whether a regressor's ``y`` is checked and read where it lives
+    (:func:`check_lazy_target`): a numeric Dask array of known chunks, for a
+    PartitionedMatrix ``X``."""
+    if not is_partitioned(X) or not is_dask_collection(y):
+        return False
+    _, da, _ = import_dask()
+    return (isinstance(y, da.Array) and y.dtype.kind in "biuf" and y.ndim in (1, 2)
+            and not any(np.isnan(n) for n in y.shape))
+
+
+def check_lazy_target(y, n_rows):
+    """A Dask target as float64, checked with one pass over its blocks, where they live: of
+    ``n_rows`` rows, finite. It is never collected: a closed form reads its blocks with the
+    partitions they belong to."""
+    dask, da, _ = import_dask()
+    if y.shape[0] != n_rows:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: "
+                         f"[{n_rows}, {y.shape[0]}]")
+    y = y.astype(np.float64)
+    has_nan, has_infinity = dask.compute(da.isnan(y).any(), da.isinf(y).any())
+    if has_nan:
+        raise ValueError("Input y contains NaN.")
+    if has_infinity:
+        raise ValueError("Input y contains infinity or a value too large for "
+                         "dtype('float64').")
+    return y
 
 
 def check_y(y, *, y_numeric=False, multi_output=False):
