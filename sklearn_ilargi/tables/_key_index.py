@@ -55,13 +55,13 @@ class KeyIndex:
         """For each row of ``frame``, the table's row with the keys of ``frame[keys]``, else
         -1, as ``dtype``."""
         values = frame[keys]
-        if self._integer is not None:
+        if self._integer is not None:  # -1 for null keys already
             positions = self._integer.positions([values[k] for k in keys])
-        elif len(keys) == 1:
-            positions = self._index.get_indexer(values[keys[0]])
         else:
-            positions = self._index.get_indexer(pd.MultiIndex.from_frame(values))
-        missing = values.isna().any(axis=1).to_numpy() | (positions < 0)
+            positions = (self._index.get_indexer(values[keys[0]]) if len(keys) == 1
+                         else self._index.get_indexer(pd.MultiIndex.from_frame(values)))
+            positions[values.isna().any(axis=1).to_numpy()] = -1
+        missing = positions < 0
         if self.rows is not None and len(self.rows):
             positions = self.rows[np.maximum(positions, 0)]
         positions = positions.astype(dtype, copy=False)

@@ -362,8 +362,9 @@ def test_every_way_of_pairing_blocks_in_the_gram(max_columns, values_per_slice,
 def test_blocks_apart_meet_the_slices_by_gathers_or_scatters(kind):
     """A block kept apart from the joined slices meets them by gathering its rows for each
     slice where that touches fewer values (a sparse block of one value a row over about as
-    many rows as the target, a single narrow dense block), else by a scatter onto its rows:
-    the same gram either way, with weights and a shift, in slices of a few rows."""
+    many rows as the target, a single narrow dense block offset by 1e6), else by a scatter
+    onto its rows: the same gram either way, with weights and a shift, in slices of a few
+    rows."""
     from sklearn_ilargi.ops._products import _gathered_for_slices
 
     rng = np.random.default_rng(4)
@@ -373,7 +374,7 @@ def test_blocks_apart_meet_the_slices_by_gathers_or_scatters(kind):
         source = sp.csr_matrix((rng.random(n_source) + 1, (np.arange(n_source),
                                 rng.integers(0, 500, n_source))), shape=(n_source, 500))
     else:
-        source = rng.standard_normal((n_source, 1)) + 1e3
+        source = rng.standard_normal((n_source, 1)) + 1e6
         if kind == "dense by columns":
             source = np.asfortranarray(np.repeat(source, 2, axis=1) * [1, -2])
     rows = rng.integers(-1 if "left" in kind else 0, n_source, n)
