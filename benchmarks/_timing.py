@@ -12,19 +12,24 @@ import numpy as np
 
 
 def median_times(functions, repeats=5, warmup=1):
-    """Median wall time (s) of each function, running them in turn A B A B ...
+    """Median wall time (s) of each function, running them in turn, each round in an order
+    of its own (drawn from a fixed seed).
 
-    Interleaving keeps a ratio fair on a shared, noisy machine: drift hits both sides alike.
+    Interleaving keeps a ratio fair on a shared, noisy machine: drift hits every function
+    alike. Drawing each round's order spreads what one function leaves to the next (a large
+    join freed, caches filled with other data) over all of them, which decides fits of
+    milliseconds.
     """
     for _ in range(warmup):
         for f in functions:
             f()
     times = [[] for _ in functions]
+    rng = np.random.default_rng(0)
     for _ in range(repeats):
-        for f, bucket in zip(functions, times):
+        for i in rng.permutation(len(functions)):
             start = time.perf_counter()
-            f()
-            bucket.append(time.perf_counter() - start)
+            functions[i]()
+            times[i].append(time.perf_counter() - start)
     return [float(np.median(t)) for t in times]
 
 

@@ -5,7 +5,8 @@ categories one-hot encode to thousands of columns), each of the seven estimators
 with ``strategy="factorized"``, ``"materialized"`` (the fit builds the CSR join) and
 ``"auto"`` (the shipped cost model, or the one the ``cost_model`` setting names), interleaved.
 The ratio to read is ``auto / min(factorized, materialized)``: 1 where auto picks the faster
-path, above 1 by as much as a wrong pick costs. Each cell is the median of ``--repeats`` fits.
+path, above 1 by as much as a wrong pick costs. Each cell is the median of ``--repeats`` fits,
+or of more where a fit takes milliseconds (``MIN_SECONDS``).
 A forced path that the dispatcher rules out for memory (it raises ``InsufficientMemoryError``
 before allocating) is recorded as skipped, with the reason, and the ratio is over the paths
 that ran.
@@ -14,6 +15,8 @@ that ran.
     python benchmarks/auto_wide.py --scale 0.5 --estimators KMeans NMF StandardScaler
 """
 
+import math
+import time
 import warnings
 
 from _timing import arguments, machine, median_times, write_results
@@ -47,6 +50,10 @@ SHAPES = [
     (100_000, (20_000, 4_000), (50, 20), 2),
 ]
 STRATEGIES = ("factorized", "materialized", "auto")
+#: Fits of a few milliseconds are repeated until the strategies have run about this many
+#: seconds together (at most ``MAX_ROUNDS`` rounds), so that a median is not one scheduler
+#: tick's noise.
+MIN_SECONDS, MAX_ROUNDS = 2.0, 200
 #: ``--full`` adds the larger star of ``sparse_paths.py``.
 FULL_SHAPES = [(250_000, (50_000, 20_000), (20,), 0)]
 
@@ -71,16 +78,21 @@ def measure(shape, repeats, scale=1.0, estimators=tuple(ESTIMATORS)):
                 fitted[strategy] = make().set_params(strategy=strategy).fit(*args)
             return run
 
-        runs, row = {}, dict.fromkeys(STRATEGIES)
+        runs, row, warmup_s = {}, dict.fromkeys(STRATEGIES), 0.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence notes of the bounded fits
             for strategy in STRATEGIES:  # the warm-up fits, which find the paths ruled out
                 try:
+                    start = time.perf_counter()
                     fit(strategy)()
+                    warmup_s += time.perf_counter() - start
                     runs[strategy] = fit(strategy)
                 except InsufficientMemoryError as error:
                     row[f"{strategy}_skipped"] = str(error)
-            times = median_times(list(runs.values()), repeats, warmup=0)
+            rounds = max(repeats,
+                         min(MAX_ROUNDS, math.ceil(MIN_SECONDS / max(warmup_s, 1e-9))))
+            times = median_times(list(runs.values()), rounds, warmup=0)
+        row["repeats"] = rounds
         row.update(zip(runs, times))
         decision = fitted["auto"].decision_ if "auto" in fitted else None
         row["auto_strategy"] = decision.strategy if decision else None

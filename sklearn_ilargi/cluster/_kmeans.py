@@ -406,12 +406,15 @@ default="k-means++"
 def _solver_matrix(X, sample_weight):
     """The data as the solver sees it, ``X - offset``, and the offset.
 
-    Dense data is centered on its weighted mean, as scikit-learn centers dense data, so that
-    ``||x||^2 - 2 x.c + ||c||^2`` keeps the digits of a column whose mean is large against
-    its spread. A plain array is copied; a NormalizedMatrix has the mean subtracted from its
-    dense sources (a copy of each) and given to the rows they miss, and keeps it as a
-    rank-one term on its sparse columns (see ``TrainingMatrix.centered``). Sparse plain data
-    is not centered (it would turn dense), as in scikit-learn.
+    Dense columns are centered on their weighted mean, as scikit-learn centers dense data, so
+    that ``||x||^2 - 2 x.c + ||c||^2`` keeps the digits of a column whose mean is large
+    against its spread: a plain array is copied, and a NormalizedMatrix has the mean
+    subtracted from its dense sources (a copy of each) and given to the rows they miss (see
+    ``TrainingMatrix.centered``). Sparse columns are not centered, as scikit-learn leaves
+    sparse data: a sparse array would turn dense, and the columns of a NormalizedMatrix's
+    sparse sources (one-hots, mostly, whose mean is small against their spread) then give
+    the distances of scikit-learn's K-means on the sparse join, to its rounding, ties
+    included, with no rank-one correction in every product.
 
     Returns
     -------
@@ -423,10 +426,10 @@ def _solver_matrix(X, sample_weight):
     total = sample_weight.sum()
     weights = sample_weight if total > 0 else np.ones(X.shape[0])
     mean = matrix.column_sums(weights) / weights.sum()
-    centered = matrix.centered(mean)
-    if centered.offset is not None:  # sparse plain data: centered only by rank-one terms
-        return matrix, np.zeros(X.shape[1])
-    return centered, mean
+    mean[matrix.sparse_columns()] = 0.0
+    if not mean.any():
+        return matrix, mean
+    return matrix.centered(mean), mean
 
 
 def _dot_centers(matrix, centers):

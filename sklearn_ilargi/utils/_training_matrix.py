@@ -112,6 +112,26 @@ class TrainingMatrix:
         """Whether the matrix is a sparse matrix of its backend (CSR, CSC, ...)."""
         return self._backend.is_sparse(self.X)
 
+    def sparse_columns(self):
+        """Whether a sparse source fills each column: every column of a sparse matrix, none
+        of a dense one, and of a NormalizedMatrix those of its sparse blocks (found without
+        building a deferred matrix).
+
+        Returns
+        -------
+        ndarray of bool of shape (n_features,)
+        """
+        kind = self._kind_of_X()
+        if is_partitioned(kind):
+            kind = kind.template
+        if not is_normalized(kind):
+            return np.full(self.shape[1], self._backend.is_sparse(kind))
+        out = np.zeros(self.shape[1], dtype=bool)
+        for block in kind.blocks:
+            if kind.backend.is_sparse(block.source):
+                out[block.columns] = True
+        return out
+
     @staticmethod
     def _deferred(parent, build, step):
         """``parent`` after ``step`` (a tuple naming it and its arguments), with no offset,
