@@ -53,7 +53,7 @@ STRATEGIES = ("factorized", "materialized", "auto")
 #: Fits of a few milliseconds are repeated until the strategies have run about this many
 #: seconds together (at most ``MAX_ROUNDS`` rounds), so that a median is not one scheduler
 #: tick's noise.
-MIN_SECONDS, MAX_ROUNDS = 2.0, 200
+MIN_SECONDS, MAX_ROUNDS = 4.0, 200
 #: ``--full`` adds the larger star of ``sparse_paths.py``.
 FULL_SHAPES = [(250_000, (50_000, 20_000), (20,), 0)]
 
