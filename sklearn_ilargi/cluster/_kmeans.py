@@ -50,7 +50,9 @@ class FactorizedKMeans(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transfo
     scipy.sparse input (and the joined matrix of the materialized path) runs scikit-learn's
     own compiled iterations, Lloyd's or Elkan's, from these seeds. Dense data is centered
     first, as scikit-learn does, a NormalizedMatrix in its dense sources, so that the
-    distances keep the digits of a column whose mean is large against its spread.
+    distances keep the digits of a column whose mean is large against its spread; sparse
+    data, and the columns of a NormalizedMatrix's sparse sources, are not, as scikit-learn
+    leaves sparse data (their distances are then those of the sparse join, ties included).
 
     From the same initial centers, the result is scikit-learn's (same labels, centers and
     inertia up to rounding). The k-means++ seeding is scikit-learn's
