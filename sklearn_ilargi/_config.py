@@ -200,14 +200,15 @@ OPTIONS = {
         doc="Row maps are scattered side by side on threads when the target has at least this "
             "many rows."),
     "slice_working_memory": Option(
-        2.0, "float",
+        4.0, "float",
         doc="Scratch memory (MiB) per thread of a product that is reduced a slice of rows at "
             "a time (K-means' distances to its centers, reduced to each sample's closest "
             "one, or in its seeding to the candidates' potentials): each slice holds as many "
             "of the target's rows as fit here with their ``p`` columns three times over (at "
             "least one), as scikit-learn's ``working_memory`` sizes its chunks. Small enough, "
-            "a slice stays in the cache from its product to its reduction; the whole "
-            "``n x p`` product is never held."),
+            "a slice stays in the cache from its product to its reduction, and the whole "
+            "``n x p`` product is never held; large enough, the twenty-odd numpy calls that "
+            "each slice costs are small against its work."),
     "locality_order_min_bytes": Option(
         1 << 20, "int",
         doc="K-means iterates over the samples of a NormalizedMatrix in the order of the rows "
@@ -218,11 +219,12 @@ OPTIONS = {
             "that order, per fit; the labels are put back in the samples' order. 0 always "
             "reorders."),
     "incremental_sums_max_share": Option(
-        0.25, "float",
+        0.15, "float",
         doc="K-means updates the sums of its clusters by the samples that changed clusters "
             "alone (added to the new cluster, taken from the old one) where they are at most "
             "this share of the samples; else it sums every sample again (0: whenever one "
-            "changed)."),
+            "changed). A sample that moved is read twice and out of order, which costs "
+            "several times what summing a sample again in order does."),
     "pruned_argmin_min_share": Option(
         0.5, "float",
         doc="K-means labels the samples of a star with one dimension from their dimension "

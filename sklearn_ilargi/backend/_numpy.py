@@ -268,7 +268,8 @@ def _bincount_rows(y, row_map, weights, dtype, out=None):
 def _bincount_columns(y, indices, weights, minlength, dtype, out=None, rows=slice(None)):
     """Per column of a dense ``y`` (its ``rows``), ``np.bincount(indices, y * weights)``:
     the (weighted) sums of its rows by index, (minlength,) + ``y.shape[1:]``, added to
-    ``out`` where given."""
+    ``out`` where given. Where there are at least ``parallel_slice_rows`` indices (a
+    setting), the columns run on the backend's threads."""
 
     def column(values):
         values = values[rows]
@@ -279,9 +280,15 @@ def _bincount_columns(y, indices, weights, minlength, dtype, out=None, rows=slic
         out = np.zeros((minlength,) + y.shape[1:], dtype=dtype)
     if y.ndim == 1:
         out += column(y)
+        return out
+    # The columns side by side on threads where they are long: bincount releases the GIL.
+    columns = range(y.shape[1])
+    if len(indices) >= get_config()["parallel_slice_rows"]:
+        sums = map_in_threads(lambda j: column(y[:, j]), columns)
     else:
-        for j in range(y.shape[1]):
-            out[:, j] += column(y[:, j])
+        sums = (column(y[:, j]) for j in columns)
+    for j, summed in zip(columns, sums):
+        out[:, j] += summed
     return out
 
 

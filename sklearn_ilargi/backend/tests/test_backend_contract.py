@@ -389,6 +389,29 @@ def test_label_sums(be, weighted, dtype, order):
 
 
 @pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_column_bincounts_on_threads_equal_one_thread(case, weighted):
+    """Long enough (``parallel_slice_rows``), the columns of a scatter by bincount run on
+    threads: the same sums, bit for bit, as one after the other."""
+    be = get_backend("cpu")
+    n_source, indices = ROW_MAPS[case]
+    rng = np.random.default_rng(0)
+    n_target = len(indices)
+    y = np.asfortranarray(rng.standard_normal((n_target, 4)) + 1e6)
+    w = rng.random(n_target) if weighted else None
+    labels = rng.integers(0, 3, n_target)
+    results = []
+    for rows in (10**9, 0):
+        with config_context(parallel_slice_rows=rows):
+            results.append((be.scatter_add_rows(y, make_row_map(be, n_source, indices), w),
+                            be.label_sums(y, labels, 3, w)))
+    for one_thread, threaded in zip(*results):
+        assert_array_equal(threaded, one_thread)
+    expected = indicator(n_source, indices).T @ (y if w is None else y * w[:, None])
+    assert_allclose(results[1][0], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
 @pytest.mark.parametrize("settings", [dict(bincount_max_columns=0, group_cells_per_row=0),
                                       dict(bincount_max_columns=100,
                                            group_cells_per_row=10**6)],
