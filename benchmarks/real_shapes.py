@@ -44,9 +44,11 @@ PCA, K-means and NMF (the same iterations from the same start), and the logistic
 objective (L-BFGS to ``tol=1e-6`` on both sides).
 
 ``--tpch`` adds the TPC-H lineitem snowflake at SF1 (``--tpch-scale``), read from its Parquet
-files with ``pandas.read_parquet``'s defaults (decimals become ``Decimal`` objects) and as
-pyarrow Tables: ``from_tables`` alone on each read (its ratio of the two, interleaved and with
-each read's builds in a row, and whether both give the same matrix, bit for bit), the pandas
+files with ``pandas.read_parquet``'s defaults (decimals become ``Decimal`` objects), as
+pyarrow Tables, and with ``dtype_backend="pyarrow"`` (pandas with Arrow dtypes; decimals stay
+Arrow decimals): ``from_tables`` alone on each read (the ratio of the defaults' to the Arrow
+read, interleaved and with each read's builds in a row, and whether all give the same matrix,
+bit for bit), the pandas
 read's ``float`` pass over its ``Decimal`` objects
 alone (what the pandas read costs beyond the Arrow read at the least: ``float(Decimal)`` formats
 each value as a string and parses it, one object at a time, holding the GIL), and
@@ -291,8 +293,8 @@ def measure(name, X, T, targets, repeats, cap_bytes, limit_bytes):
 
 # ---------------------------------------------------------------------- TPC-H
 def _read_tpch(reader, scale_factor, data_home=None):
-    """The snowflake's tables, only the columns it uses, read with pandas' defaults or as
-    Arrow Tables."""
+    """The snowflake's tables, only the columns it uses, read with pandas' defaults
+    (``"pandas"``), with pandas' Arrow dtypes (``"pandas-arrow"``) or as Arrow Tables."""
     import os
 
     import pyarrow.parquet as pq
@@ -305,8 +307,11 @@ def _read_tpch(reader, scale_factor, data_home=None):
         columns = TPCH_FEATURES[name] + TPCH_KEYS[name] + (
             ["l_extendedprice"] if name == "lineitem" else [])
         path = os.path.join(folder, f"{name}.parquet")
-        tables[name] = (pd.read_parquet(path, columns=columns) if reader == "pandas"
-                        else pq.read_table(path, columns=columns))
+        if reader == "arrow":
+            tables[name] = pq.read_table(path, columns=columns)
+        else:
+            tables[name] = pd.read_parquet(path, columns=columns, **(
+                {"dtype_backend": "pyarrow"} if reader == "pandas-arrow" else {}))
     return tables
 
 
@@ -351,7 +356,7 @@ def tpch(scale_factor, repeats, data_home=None, pipelines=True):
     if generator_path() is None:
         return {"skipped": GENERATOR_MISSING}
     reads = {reader: _read_tpch(reader, scale_factor, data_home)
-             for reader in ("pandas", "arrow")}
+             for reader in ("pandas", "arrow", "pandas-arrow")}
     builds = {reader: (lambda t=tables: from_tables(**tpch_description(t)))
               for reader, tables in reads.items()}
     float_pass, n_decimals = _decimal_float_pass(reads["pandas"])
@@ -361,11 +366,17 @@ def tpch(scale_factor, repeats, data_home=None, pipelines=True):
     # other read's build just gave back to the system, and pays its page faults again.
     in_a_row_s = {reader: median_times([build], repeats)[0]
                   for reader, build in builds.items()}
-    (Xp, yp), (Xa, ya) = builds["pandas"](), builds["arrow"]()
-    Tp, Ta = Xp.materialize(sparse=True), Xa.materialize(sparse=True)
-    same = bool(list(Xp.feature_names) == list(Xa.feature_names) and Tp.shape == Ta.shape
-                and (Tp != Ta).nnz == 0 and np.array_equal(yp, ya))
-    del Tp, Ta
+    Xa, ya = builds["arrow"]()
+    Ta = Xa.materialize(sparse=True)
+    same = True
+    for reader in ("pandas", "pandas-arrow"):
+        Xp, yp = builds[reader]()
+        Tp = Xp.materialize(sparse=True)
+        same &= bool(list(Xp.feature_names) == list(Xa.feature_names)
+                     and Tp.shape == Ta.shape and (Tp != Ta).nnz == 0
+                     and np.array_equal(yp, ya))
+        del Xp, Tp
+    del Ta
     result = {"scale_factor": scale_factor, "shape": list(Xa.shape),
               "from_tables_s": build_s,
               "pandas_read_over_arrow_read": build_s["pandas"] / build_s["arrow"],
@@ -430,9 +441,11 @@ def _tpch_markdown(t):
     lines = [f"TPC-H SF{t['scale_factor']:g} ({t['shape'][0]} x {t['shape'][1]}): "
              f"from_tables on the pandas read {t['from_tables_s']['pandas']:.2f} s, on "
              f"the Arrow read {t['from_tables_s']['arrow']:.2f} s: ratio "
-             f"{t['pandas_read_over_arrow_read']:.2f}, same matrix: {t['same_matrix']}",
+             f"{t['pandas_read_over_arrow_read']:.2f}; on pandas' Arrow dtypes "
+             f"{t['from_tables_s']['pandas-arrow']:.2f} s; same matrix: {t['same_matrix']}",
              f"each read's builds in a row: pandas {t['from_tables_in_a_row_s']['pandas']:.2f}"
-             f" s, Arrow {t['from_tables_in_a_row_s']['arrow']:.2f} s: ratio "
+             f" s, Arrow {t['from_tables_in_a_row_s']['arrow']:.2f} s, pandas' Arrow dtypes "
+             f"{t['from_tables_in_a_row_s']['pandas-arrow']:.2f} s: ratio "
              f"{t['in_a_row_pandas_read_over_arrow_read']:.2f}",
              f"of which the float pass over its {t['decimal_objects']} Decimal objects "
              f"{t['decimal_float_pass_s']:.2f} s; without it the ratio would be "

@@ -210,11 +210,11 @@ default="k-means++"
         # still spinning after the seeds' products, they slow scikit-learn's compiled
         # iterations, which run on OpenMP's threads.
         with one_blas_thread(X.shape[0] * X.shape[1] < get_config()["one_thread_cells"]):
-            X = self._dispatch(X, profile, backend=backend)
+            prepared = self._dispatch(X, profile, backend=backend)
             # Over a NormalizedMatrix, the iterations run their slices on the backend's
             # threads: BLAS's, left spinning by the means' products, would slow the first ones.
-            with one_blas_thread(is_normalized(X)):
-                matrix, offset = _solver_matrix(X, sample_weight)
+            with one_blas_thread(is_normalized(prepared)):
+                matrix, offset = _solver_matrix(prepared, sample_weight)
             random_state = check_random_state(self.random_state)
             tol = self.tol * _mean_variance(matrix, sample_weight) if self.tol > 0 else 0.0
             # Drawn once per fit: every run's seeds sample along the same order.

@@ -94,6 +94,11 @@ class InputTable:
             return self._cache[column]
         if self._frame is not None:
             series = self._frame[column]
+            if _is_arrow_view(series.dtype):
+                # pandas cannot factorize, compare or convert Arrow's view types (what
+                # read_parquet(dtype_backend="pyarrow") gives for strings stored as views):
+                # they are read as an Arrow column is
+                series = _arrow_to_series(series.array.__arrow_array__())
         else:
             series = _arrow_to_series(self._read(column))
         self._cache[column] = series
@@ -173,6 +178,18 @@ def _is_dataset(data):
     return isinstance(data, ds.Dataset)
 
 
+def _is_arrow_view(dtype):
+    """Whether ``dtype`` is a pandas ArrowDtype of a view type (``string_view``,
+    ``binary_view``: pyarrow 16 and later)."""
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
+    import pyarrow.types as pat
+
+    arrow_type = dtype.pyarrow_dtype
+    return any(getattr(pat, check, lambda _: False)(arrow_type)
+               for check in ("is_string_view", "is_binary_view"))
+
+
 def _arrow_to_series(array):
     """An Arrow column as a pandas Series: decimals as float64 (correctly rounded), dates as
     datetime64, dictionaries as categoricals, the rest as ``to_pandas`` makes them."""
@@ -240,6 +257,8 @@ def column_kind(series):
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return CATEGORICAL
+    if isinstance(dtype, pd.ArrowDtype):  # first: pandas' checks raise on some Arrow types
+        return _arrow_kind(dtype.pyarrow_dtype)
     if pd.api.types.is_complex_dtype(dtype):  # float64 would drop the imaginary parts
         return OTHER
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
@@ -248,8 +267,6 @@ def column_kind(series):
         return DATE
     if pd.api.types.is_string_dtype(dtype) and dtype != object:
         return CATEGORICAL
-    if isinstance(dtype, pd.ArrowDtype):
-        return _arrow_kind(dtype.pyarrow_dtype)
     if dtype == object:
         inferred = pd.api.types.infer_dtype(series, skipna=True)
         if inferred in ("string", "categorical"):
@@ -267,7 +284,7 @@ def _arrow_kind(arrow_type):
 
     if pat.is_decimal(arrow_type) or pat.is_integer(arrow_type) or pat.is_floating(
         arrow_type
-    ) or pat.is_boolean(arrow_type):
+    ) or pat.is_boolean(arrow_type) or pat.is_null(arrow_type):  # all null: as an empty column
         return NUMERIC
     if pat.is_date(arrow_type) or pat.is_timestamp(arrow_type):
         return DATE

@@ -126,6 +126,21 @@ def test_n_init_keeps_the_best_and_random_init():
     assert_allclose(best.score(nm), -best.inertia_, rtol=1e-8)
 
 
+@pytest.mark.parametrize("strategy", ["factorized", "materialized"])
+def test_callable_init_gets_the_input_as_given(strategy):
+    nm, T, _ = scenario(7, n_target=30)
+    seen = []
+
+    def init(X, n_clusters, random_state):
+        seen.append(X)
+        return T[:n_clusters]
+
+    ours = FactorizedKMeans(3, init=init, n_init=1, strategy=strategy).fit(nm)
+    assert len(seen) == 1 and seen[0] is nm
+    theirs = FactorizedKMeans(3, init=T[:3], n_init=1, strategy=strategy).fit(nm)
+    assert_array_equal(ours.labels_, theirs.labels_)
+
+
 def test_plain_input_matches_sklearn():
     rng = np.random.default_rng(6)
     X = rng.standard_normal((50, 3))

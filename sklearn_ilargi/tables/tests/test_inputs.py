@@ -29,6 +29,9 @@ from sklearn_ilargi.tables._input import (
 )
 
 EPOCH = datetime.date(1970, 1, 1)
+#: Arrow's view types came with pyarrow 16.
+HAS_VIEWS = hasattr(pa, "string_view")
+NEEDS_VIEWS = pytest.mark.skipif(not HAS_VIEWS, reason="pyarrow before 16 has no view types")
 
 
 def _polars():
@@ -238,6 +241,44 @@ def test_every_reader_is_a_table(reader, tmp_path):
     assert_array_equal(y, [3.0, 4.0, 5.0])
 
 
+@NEEDS_VIEWS
+def test_string_views_in_pandas_are_strings():
+    """``read_parquet(dtype_backend="pyarrow")`` of strings stored as views gives pandas
+    columns that pandas itself cannot factorize or compare: keys and features alike are read
+    as the same strings in plain Arrow are."""
+    view = pd.ArrowDtype(pa.string_view())
+    fact = {"k": ["b", "a", "b", None], "word": ["x", None, "y", "x"], "units": [1.0, 2, 3, 4]}
+    dim = {"k": ["a", "b"], "size": [10.0, 20.0]}
+
+    def frame(columns, dtype, index=None):
+        return pd.DataFrame({c: pd.array(v, dtype=dtype) if c in ("k", "word") else v
+                             for c, v in columns.items()}, index=index)
+
+    expected = from_tables(frame(fact, pd.ArrowDtype(pa.string())),
+                           [Join(frame(dim, pd.ArrowDtype(pa.string())), on="k", how="left")],
+                           target="units")
+    got = from_tables(frame(fact, view, index=[7, 5, 9, 1]),
+                      [Join(frame(dim, view), on="k", how="left")], target="units")
+    assert list(got[0].feature_names) == list(expected[0].feature_names) == [
+        "word_x", "word_y", "size"]
+    assert_array_equal(got[0].materialize(), expected[0].materialize())
+    assert_array_equal(got[1], expected[1])
+
+
+@pytest.mark.parametrize("arrow_type", [pa.list_(pa.int64()), pa.duration("s")]
+                         + ([pa.binary_view()] if HAS_VIEWS else []), ids=str)
+def test_arrow_dtypes_without_encoding_are_named(arrow_type):
+    values = pa.array([[1], [2]] if pa.types.is_list(arrow_type) else
+                      [b"a", b"b"] if pa.types.is_binary_view(arrow_type) else [1, 2],
+                      arrow_type)
+    table = pd.DataFrame({"x": pd.array(values, dtype=pd.ArrowDtype(arrow_type)),
+                          "z": [1.0, 2.0]})
+    with pytest.raises(TypeError, match="Table 'base' column 'x' cannot be encoded"):
+        from_tables(table)
+    X = from_tables(table, features=["z"])
+    assert_array_equal(X.materialize(), [[1.0], [2.0]])
+
+
 def test_record_batch_reader_in_a_union(tmp_path):
     fact, _ = _shop(tmp_path)
     X = from_tables(Union([_batches(fact), _batches(fact)]), features=["units"])
@@ -296,8 +337,9 @@ def test_unknown_input_names_what_is_taken():
 # ---------------------------------------------------------------- every reader, bit for bit
 @st.composite
 def star_tables(draw):
-    """A fact table and a dimension with numeric, decimal, date, datetime, string,
-    categorical and boolean columns, most with nulls."""
+    """A fact table and a dimension with numeric, decimal, date, datetime, string (Arrow's
+    string, large string or string view), categorical, boolean and all-null columns, most
+    with nulls."""
     n_fact, n_dim = draw(st.integers(1, 25)), draw(st.integers(1, 8))
 
     def column(values, size, nulls=True):
@@ -312,6 +354,9 @@ def star_tables(draw):
     instants = st.integers(-2 * 10 ** 15, 4 * 10 ** 15).map(  # microseconds since 1970
         lambda us: datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=us))
     words = st.sampled_from(["a", "b", "c", "dé", ""])
+    # pandas' Arrow dtypes of string views (how tpchgen-cli stores strings) are read as Arrow
+    word_type = draw(st.sampled_from([pa.string(), pa.large_string()]
+                                     + ([pa.string_view()] if HAS_VIEWS else [])))
     fact = pa.table({
         "k": pa.array(column(st.integers(0, n_dim), n_fact), pa.int64()),  # n_dim: no match
         "x": pa.array(column(st.floats(-1e12, 1e12), n_fact), pa.float64()),
@@ -319,8 +364,9 @@ def star_tables(draw):
         "price": _decimal_array(column(decimals, n_fact), decimal_type),
         "day": pa.array(column(days, n_fact), pa.date32()),
         "at": pa.array(column(instants, n_fact), pa.timestamp("us")),
-        "word": pa.array(column(words, n_fact), pa.string()),
+        "word": pa.array(column(words, n_fact), word_type),
         "flag": pa.array(column(st.booleans(), n_fact), pa.bool_()),
+        "unknown": pa.nulls(n_fact),  # all null: the fill value, whichever way it is read
         "y": _decimal_array(column(decimals, n_fact, nulls=False), decimal_type),
     })
     dim = pa.table({
