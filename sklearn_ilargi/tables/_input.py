@@ -94,10 +94,7 @@ class InputTable:
             return self._cache[column]
         if self._frame is not None:
             series = self._frame[column]
-            if _is_arrow_view(series.dtype):
-                # pandas cannot factorize, compare or convert Arrow's view types (what
-                # read_parquet(dtype_backend="pyarrow") gives for strings stored as views):
-                # they are read as an Arrow column is
+            if _read_as_arrow(series.dtype):
                 series = _arrow_to_series(series.array.__arrow_array__())
         else:
             series = _arrow_to_series(self._read(column))
@@ -178,16 +175,20 @@ def _is_dataset(data):
     return isinstance(data, ds.Dataset)
 
 
-def _is_arrow_view(dtype):
-    """Whether ``dtype`` is a pandas ArrowDtype of a view type (``string_view``,
-    ``binary_view``: pyarrow 16 and later)."""
+def _read_as_arrow(dtype):
+    """Whether a DataFrame column of ``dtype`` is read as the same Arrow column would be: a
+    pandas ArrowDtype of a dictionary (a categorical then, as a key too) or of a view type
+    (``string_view``, ``binary_view``, pyarrow 16 and later: what
+    ``read_parquet(dtype_backend="pyarrow")`` gives for strings stored as views), which
+    pandas cannot factorize, compare or convert."""
     if not isinstance(dtype, pd.ArrowDtype):
         return False
     import pyarrow.types as pat
 
     arrow_type = dtype.pyarrow_dtype
-    return any(getattr(pat, check, lambda _: False)(arrow_type)
-               for check in ("is_string_view", "is_binary_view"))
+    return pat.is_dictionary(arrow_type) or any(
+        getattr(pat, check, lambda _: False)(arrow_type)
+        for check in ("is_string_view", "is_binary_view"))
 
 
 def _arrow_to_series(array):

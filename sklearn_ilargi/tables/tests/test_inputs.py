@@ -265,6 +265,20 @@ def test_string_views_in_pandas_are_strings():
     assert_array_equal(got[1], expected[1])
 
 
+def test_arrow_dictionaries_in_pandas_are_categoricals():
+    """A pandas column of Arrow dictionary type, key or feature, is read as the Arrow
+    column is (a categorical), not refused as a key of unknown type."""
+    words = pa.array(["b", "a", None, "b"]).dictionary_encode()
+    fact = pa.table({"k": words, "word": words, "units": [1.0, 2.0, 3.0, 4.0]})
+    dim = pa.table({"k": ["a", "b"], "size": [10.0, 20.0]})
+    expected = from_tables(fact, [Join(dim, on="k", how="left")], target="units")
+    got = from_tables(fact.to_pandas(types_mapper=pd.ArrowDtype),
+                      [Join(dim.to_pandas(), on="k", how="left")], target="units")
+    assert list(got[0].feature_names) == list(expected[0].feature_names)
+    assert_array_equal(got[0].materialize(), expected[0].materialize())
+    assert_array_equal(got[1], expected[1])
+
+
 @pytest.mark.parametrize("arrow_type", [pa.list_(pa.int64()), pa.duration("s")]
                          + ([pa.binary_view()] if HAS_VIEWS else []), ids=str)
 def test_arrow_dtypes_without_encoding_are_named(arrow_type):
