@@ -636,8 +636,8 @@ def _cluster_sums(matrix, labels, weights, n_clusters, previous=None, moved=None
     ``previous`` is the :class:`_ClusterSums` of the iteration before, and ``moved`` the
     samples whose label changed since. Where at most the ``incremental_sums_max_share``
     setting of the samples moved, only those are summed, added to their new cluster and taken
-    from their old one (their rows twice, in one group sum over ``2 * n_clusters`` groups);
-    else every sample is summed again. Unweighted, the clusters' weights follow the sums in
+    from their old one (their rows copied once, ``TrainingMatrix.compact_rows``, then summed
+    by each labelling); else every sample is summed again. Unweighted, the clusters' weights follow the sums in
     integers, exact counts (an empty cluster is found by its count of 0, and needs no pass
     over the labels); weighted, they are summed again, so that no rounding residue hides an
     empty cluster.
@@ -646,14 +646,16 @@ def _cluster_sums(matrix, labels, weights, n_clusters, previous=None, moved=None
                                                * len(labels)):
         if not len(moved):
             return previous._replace(labels=labels)
-        twice = np.concatenate([moved, moved])
-        moves = np.concatenate([labels[moved], previous.labels[moved] + n_clusters])
-        moved_sums = matrix.select_rows(twice).group_sums(
-            moves, 2 * n_clusters, None if weights is None else weights[twice]).T
-        sums = previous.sums + moved_sums[:n_clusters] - moved_sums[n_clusters:]
+        # The moved samples' rows, copied once (read out of order), summed by their new
+        # labels and by their old ones.
+        rows = matrix.compact_rows(moved)
+        moved_weights = None if weights is None else weights[moved]
+        to, came_from = labels[moved], previous.labels[moved]
+        sums = (previous.sums + rows.group_sums(to, n_clusters, moved_weights).T
+                - rows.group_sums(came_from, n_clusters, moved_weights).T)
         if weights is None:
-            counts = np.bincount(moves, minlength=2 * n_clusters)
-            in_cluster = previous.weights + counts[:n_clusters] - counts[n_clusters:]
+            in_cluster = (previous.weights + np.bincount(to, minlength=n_clusters)
+                          - np.bincount(came_from, minlength=n_clusters))
         else:
             in_cluster = _cluster_weights(labels, weights, n_clusters)
         return _ClusterSums(labels, sums, in_cluster)
