@@ -637,10 +637,10 @@ def _cluster_sums(matrix, labels, weights, n_clusters, previous=None, moved=None
     samples whose label changed since. Where at most the ``incremental_sums_max_share``
     setting of the samples moved, only those are summed, added to their new cluster and taken
     from their old one (their rows copied once, ``TrainingMatrix.compact_rows``, then summed
-    by each labelling); else every sample is summed again. Unweighted, the clusters' weights follow the sums in
-    integers, exact counts (an empty cluster is found by its count of 0, and needs no pass
-    over the labels); weighted, they are summed again, so that no rounding residue hides an
-    empty cluster.
+    by each labelling); else every sample is summed again. Unweighted, the clusters' weights
+    follow the sums in integers, exact counts (an empty cluster is found by its count of 0,
+    and needs no pass over the labels); weighted, they are summed again, so that no rounding
+    residue hides an empty cluster.
     """
     if previous is not None and len(moved) <= (get_config()["incremental_sums_max_share"]
                                                * len(labels)):

@@ -119,9 +119,11 @@ def _provider(nodes, attributes, name):
 def _why_not_encodable(node, column):
     """Why a column of kind OTHER has no encoding, for the error."""
     for member in node.members:
-        dtype = member.column(column).dtype if member.has(column) else None
-        if dtype is not None and not isinstance(dtype, pd.ArrowDtype) and \
-                pd.api.types.is_complex_dtype(dtype):
+        if not member.has(column):
+            continue
+        dtype = member.column(column).dtype
+        # pandas' dtype checks raise on some Arrow types; Arrow has no complex numbers
+        if not isinstance(dtype, pd.ArrowDtype) and pd.api.types.is_complex_dtype(dtype):
             return "holds complex numbers, which have no float64 encoding"
     return "cannot be encoded (not numeric, boolean, decimal, date, string or categorical)"
 
