@@ -136,6 +136,18 @@ def test_gpu_fit_matches_cpu_fit(cls, strategy, sparse):
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_gpu_fit_on_a_selection_of_rows_matches_cpu_fit(cls):
+    """A selection's sources are taller than it: the CPU compacts them, the GPU reads them as
+    they are (and K-means sums its moved samples from a selection either way)."""
+    rows = np.random.default_rng(6).choice(200, 150, replace=False)
+    X = scenario(seed=6, positive=positive_only(cls))[rows]
+    cpu = make(cls, backend="cpu", strategy="factorized")
+    gpu = make(cls, backend="gpu", strategy="factorized")
+    args = fit_arguments(cpu, X)
+    assert_same_model(gpu.fit(*args), cpu.fit(*args))
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_gpu_fit_on_plain_numpy_input(cls):
     X = scenario(missing=False, positive=positive_only(cls)).materialize()
     cpu = make(cls, backend="cpu")

@@ -759,7 +759,7 @@ class TrainingMatrix:
         slices) are the whole map's, not derived again for each selection.
 
         The selection's key in the cache is its parent's and the rows (the copies are not
-        digested).
+        digested). Off the CPU (and for partitioned data), it is :meth:`select_rows`.
 
         Parameters
         ----------
@@ -846,9 +846,9 @@ class TrainingMatrix:
 
 
 def _compactable(X):
-    """Whether ``X`` is a NormalizedMatrix held here (partitioned data keeps its rows where
-    they are)."""
-    return is_normalized(X) and not is_partitioned(X)
+    """Whether ``X`` is a NormalizedMatrix held here, on the CPU (partitioned data keeps its
+    rows where they are, and the rows that a compaction keeps are found on the host)."""
+    return is_normalized(X) and not is_partitioned(X) and X.backend.name == "cpu"
 
 
 def _gram_beside(nm, beside, weights):
