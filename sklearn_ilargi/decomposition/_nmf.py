@@ -14,6 +14,7 @@ from ..utils._sklearn_compat import Interval, Options, StrOptions, _update_cdnmf
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
 from .._config import get_config
+from ..backend import get_backend
 from ..base import FactorizedMixin, falls_back_to_cpu, like_input, reads_fitted_model
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, validate_input
@@ -360,8 +361,15 @@ def _reconstruction_error(matrix, W, H, xht=None):
     """``||X - W H||_F``; directly for a dense array, else from the traces
     ``||X||^2 - 2 <W, X H^T> + <W^T W, H H^T>`` (``xht`` is ``X @ H.T`` if known)."""
     if isinstance(matrix.X, np.ndarray):
-        residual = (matrix.X - W @ H).astype(np.float64, copy=False).ravel()
-        return float(np.sqrt(residual @ residual))
+        # A slice of rows at a time: ``X - W H``, as large as ``X``, is never held whole.
+        def squares(start, stop, rows):
+            residual = (rows - W[start:stop] @ H).astype(np.float64, copy=False).ravel()
+            return np.array(residual @ residual)
+
+        X = matrix.X
+        total = get_backend("cpu").sum_of_centered_slices(X, np.zeros(X.shape[1], X.dtype),
+                                                          squares)
+        return float(np.sqrt(total))
     xht = _xht(matrix, H) if xht is None else xht
     squared_norm = float(np.sum(matrix.row_norms_squared(), dtype=np.float64))
     value = (squared_norm - 2.0 * float(np.sum(W * xht, dtype=np.float64))
