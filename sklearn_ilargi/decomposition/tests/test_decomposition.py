@@ -219,6 +219,22 @@ def test_nmf_init_on_a_wide_matrix_needs_no_gram(strategy):
     assert_allclose(by_products.components_, by_gram.components_, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("solver", ["cd", "mu"])
+def test_nmf_error_of_dense_input_in_slices(solver):
+    """On a dense array the error is summed a slice of rows at a time, on threads: the norm
+    of ``X - W H`` all the same, at the end and in the multiplicative solver's checks."""
+    X = np.abs(np.random.default_rng(3).standard_normal((300, 7))) + 1e3
+    params = dict(n_components=3, solver=solver, max_iter=30, tol=1e-6, random_state=0)
+    with config_context(slice_working_memory=1e-4, parallel_slice_rows=0):
+        model = FactorizedNMF(**params)
+        W = model.fit_transform(X)
+    assert_allclose(model.reconstruction_err_, np.linalg.norm(X - W @ model.components_),
+                    rtol=1e-10)
+    whole = FactorizedNMF(**params).fit(X)
+    assert model.n_iter_ == whole.n_iter_
+    assert_allclose(model.components_, whole.components_, rtol=1e-10)
+
+
 def test_nmf_random_init_is_sklearns():
     nm, T, _ = scenario(8, non_negative=True)
     params = dict(n_components=2, init="random", random_state=3, solver="mu", max_iter=50,
