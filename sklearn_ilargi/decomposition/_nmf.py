@@ -347,9 +347,17 @@ class FactorizedNMF(FactorizedMixin, ClassNamePrefixFeaturesOutMixin, Transforme
 
 
 # ---------------------------------------------------------------------- the data
-def _xht(matrix, H):
-    """``X @ H.T`` (n x k), in ``X``'s precision."""
-    return matrix.matmul(np.ascontiguousarray(H.T, dtype=matrix.dtype))
+def _xht(matrix, H, out=None):
+    """``X @ H.T`` (n x k), in ``X``'s precision.
+
+    Where ``X`` is a plain host array, the product is written into ``out`` if given: the
+    previous iteration's, reused, as a fresh ``n x k`` array would cost the first touch of its
+    memory in every iteration.
+    """
+    Ht = np.ascontiguousarray(H.T, dtype=matrix.dtype)
+    if out is not None and isinstance(matrix.X, np.ndarray) and matrix.offset is None:
+        return np.matmul(matrix.X, Ht, out=out)
+    return matrix.matmul(Ht)
 
 
 def _xtw(matrix, W):
@@ -553,9 +561,10 @@ def _coordinate_descent(matrix, W, H, tol, max_iter, reg_W, reg_H, update_H, shu
     W = np.array(W, order="C")
     Ht = np.array(H.T, order="C")
     rng = check_random_state(random_state)
-    violation_init = None
+    violation_init = xht = None
     for n_iter in range(1, max_iter + 1):
-        violation = _cd_pass(W, Ht, _xht(matrix, Ht.T), *reg_W, shuffle, rng)
+        xht = _xht(matrix, Ht.T, out=xht)
+        violation = _cd_pass(W, Ht, xht, *reg_W, shuffle, rng)
         if update_H:
             violation += _cd_pass(Ht, W, _xtw(matrix, W), *reg_H, shuffle, rng)
         if n_iter == 1:
