@@ -14,7 +14,6 @@ from ..utils._sklearn_compat import Interval, Options, StrOptions, _update_cdnmf
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
 from .._config import get_config
-from ..backend import get_backend
 from ..base import FactorizedMixin, falls_back_to_cpu, like_input, reads_fitted_model
 from ..cost import OperationProfile, expected_iterations
 from ..utils import TrainingMatrix, validate_input
@@ -374,10 +373,7 @@ def _reconstruction_error(matrix, W, H, xht=None):
             residual = (rows - W[start:stop] @ H).astype(np.float64, copy=False).ravel()
             return np.array(residual @ residual)
 
-        X = matrix.X
-        total = get_backend("cpu").sum_of_centered_slices(X, np.zeros(X.shape[1], X.dtype),
-                                                          squares)
-        return float(np.sqrt(total))
+        return float(np.sqrt(matrix.sum_over_row_slices(squares)))
     xht = _xht(matrix, H) if xht is None else xht
     squared_norm = float(np.sum(matrix.row_norms_squared(), dtype=np.float64))
     value = (squared_norm - 2.0 * float(np.sum(W * xht, dtype=np.float64))

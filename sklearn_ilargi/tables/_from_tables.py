@@ -114,6 +114,8 @@ def from_tables(base, joins=(), *, target=None, features=None, categorical="oneh
                              "join a distinct name.")
         seen.add(name)
     nodes = [Node(base, names[0])]
+    if nodes[0].n_rows == 0:
+        raise ValueError(f"Table {names[0]!r} is empty (0 rows).")
     node_maps = [None]  # None: the identity (the target rows are still the base's rows)
     shared_keys = {}  # key name -> tables whose same-named keys pandas keeps as one column
     for i, join in enumerate(joins, start=1):

@@ -75,8 +75,6 @@ class InputTable:
         self.columns = columns  # as given: pandas allows integers and tuples as names
         self._labels = set(columns)
         self.n_rows = int(n_rows)
-        if self.n_rows == 0:
-            raise ValueError(f"Table {name!r} is empty (0 rows).")
         self._cache = {}  # column -> Series
         self._derived = {}  # ("kind" or "factorized", column) -> what was found
 

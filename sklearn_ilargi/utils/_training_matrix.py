@@ -834,6 +834,28 @@ class TrainingMatrix:
         parent, mean = self._centered_from
         return self._backend.sum_of_centered_slices(parent.X, mean, term)
 
+    def sum_over_row_slices(self, term):
+        """The sum of ``term(start, stop, rows)`` over consecutive slices of the rows of a
+        dense ``X - offset``, each slice in a buffer that the next one overwrites, on the
+        backend's threads (its ``sum_of_centered_slices``): a reduction over the rows that
+        never holds an array of their size.
+
+        Parameters
+        ----------
+        term : callable
+            Returns an array of a shape that does not depend on the slice.
+
+        Returns
+        -------
+        array
+        """
+        if self._in_centered_slices():
+            parent, mean = self._centered_from
+            return self._backend.sum_of_centered_slices(parent.X, mean, term)
+        offset = np.zeros(self.shape[1]) if self.offset is None else self.offset
+        return self._backend.sum_of_centered_slices(
+            self.X, self._backend.asarray(offset, dtype=self.dtype), term)
+
     def _refuse_offset(self, what):
         """Refuse a square of dense data with an offset (a sparse ``X`` takes it)."""
         if self.offset is not None and not self._backend.is_sparse(self.X):

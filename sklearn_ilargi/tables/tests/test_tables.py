@@ -104,6 +104,25 @@ def test_left_misses_take_fill_value(shop, fill_value):
     assert row[["city_Delft", "city_Leiden", "city_Gouda"]].sum() == 0
 
 
+@pytest.mark.parametrize("how", ["left", "outer"])
+@pytest.mark.parametrize("fill_value", [0.0, -1.5])
+def test_an_empty_joined_table_misses_every_row(shop, how, fill_value):
+    """As with pandas.merge, a left or outer join with an empty table keeps every row, a miss
+    for that table: its numeric columns take fill_value, its categories have no column."""
+    sales, stores, items = shop
+    empty = stores.iloc[:0]
+    joins = [Join(empty, on="store", how=how, name="stores"),
+             Join(items, on="item", how="left", name="items")]
+    X = check_against_pandas(sales, joins, fill_value=fill_value, ordered=how != "outer")
+    assert "size" in X.feature_names and not any(n.startswith("city") for n in X.feature_names)
+    arrow = from_tables(pa.Table.from_pandas(sales), [
+        Join(pa.Table.from_pandas(empty, preserve_index=False), on="store", how=how,
+             name="stores"), Join(pa.Table.from_pandas(items), on="item", how="left",
+                                  name="items")], fill_value=fill_value)
+    assert list(arrow.feature_names) == list(X.feature_names)
+    assert_array_equal(arrow.materialize(), X.materialize())
+
+
 def test_outer_puts_unmatched_right_rows_last(shop):
     sales, stores, _ = shop
     X = from_tables(sales, [Join(stores, on="store", how="outer")])

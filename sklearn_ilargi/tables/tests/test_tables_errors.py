@@ -58,7 +58,7 @@ def test_target_with_nulls(fact, dim):
 
 
 def test_empty_table(fact, dim):
-    with pytest.raises(ValueError, match="Table 'dims' is empty"):
+    with pytest.raises(ValueError, match="The joins leave no target rows"):
         from_tables(fact, [Join(dim.iloc[:0], on="k", name="dims")])
     with pytest.raises(ValueError, match="Table 'base' is empty"):
         from_tables(fact.iloc[:0])

@@ -435,3 +435,23 @@ def test_pickled_matrix_gives_the_same_products(kind, derived):
     if derived != "offset" or kind == "csr":  # squares of dense data refuse an offset
         assert_array_equal(copy.gram(), matrix.gram())
     assert copy._key() == matrix._key()
+
+
+@pytest.mark.parametrize("settings", [{}, dict(slice_working_memory=1e-4,
+                                                parallel_slice_rows=0)],
+                         ids=["one slice", "many slices on threads"])
+def test_sum_over_row_slices_sums_the_rows_minus_the_offset(settings):
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((120, 4)) + 1e6
+    original, offset = X.copy(), X.mean(axis=0)
+
+    def squares(start, stop, rows):
+        return np.array([float((rows ** 2).sum()), float(stop - start)])
+
+    expected = [((X - offset) ** 2).sum(), 120.0]
+    with config_context(**settings):
+        for matrix in (TrainingMatrix(X, offset), TrainingMatrix(X).centered(offset)):
+            assert_allclose(matrix.sum_over_row_slices(squares), expected, rtol=1e-9)
+        assert_allclose(TrainingMatrix(X).sum_over_row_slices(squares),
+                        [(X ** 2).sum(), 120.0], rtol=1e-12)
+    assert_array_equal(X, original)
