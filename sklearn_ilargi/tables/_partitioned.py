@@ -16,8 +16,9 @@ rows each partition keeps are counted from its key columns.
 
 Supported: joins by keys (``on`` or ``left_on``/``right_on``), ``how="inner"`` or ``"left"``,
 where the joined table's keys are unique (many-to-one: what a dimension is), hanging from
-the fact table or from an earlier dimension (snowflakes); fact features that are numbers or
-booleans; ``fill_value=0``. The rest raises a ValueError that says what is not supported.
+the fact table or from an earlier dimension (snowflakes), each with rows; fact features that
+are numbers or booleans; ``fill_value=0``. The rest raises a ValueError that says what is not
+supported.
 """
 
 import numpy as np
@@ -153,6 +154,9 @@ class _Plan:
         self.dims, feature_names = [], [str(c) for c in self.fact_features]
         for i, join in enumerate(joins, start=1):
             table = tables[i]
+            if not len(table):
+                raise ValueError(f"Table {self.names[i]!r} is empty (0 rows): over a Dask "
+                                 "DataFrame fact table, every joined table needs rows.")
             columns = [c for c in table.columns if c not in key_columns[i]
                        and (owner != i or c != target) and (wanted is None or c in wanted)]
             source, names, placement = None, [], None

@@ -128,6 +128,8 @@ def test_other_errors_name_what_is_wrong():
         from_tables(frame, joins, target="z")
     with pytest.raises(ValueError, match="missing for .* target rows"):
         from_tables(frame, joins, target="size")  # left-join misses have no target
+    with pytest.raises(ValueError, match="Table 'shops' is empty.*every joined table"):
+        from_tables(frame, [Join(stores.iloc[:0], on="store", how="left", name="shops")])
 
 
 _reads = []
