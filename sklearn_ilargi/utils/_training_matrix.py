@@ -831,8 +831,7 @@ class TrainingMatrix:
         ``sum_of_centered_slices``), so that it is not built."""
         if not self._in_centered_slices():
             return term(0, self.shape[0], self.X)
-        parent, mean = self._centered_from
-        return self._backend.sum_of_centered_slices(parent.X, mean, term)
+        return self.sum_over_row_slices(term)
 
     def sum_over_row_slices(self, term):
         """The sum of ``term(start, stop, rows)`` over consecutive slices of the rows of a
