@@ -236,10 +236,17 @@ OPTIONS = {
     "rows_per_gather": Option(
         1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),
-    "bincount_max_columns": Option(
+    "column_scatter_max_columns": Option(
         2, "int",
-        doc="A scatter-add of a dense operand of at most this many columns runs as one "
-            "bincount per column (CPU; column-major operands always do)."),
+        doc="A scatter-add of a dense operand of at most this many columns runs a column at a "
+            "time (CPU; column-major operands always do), wider row-major ones in one sparse "
+            "product."),
+    "small_product_cells": Option(
+        1 << 16, "int",
+        doc="A dense product of numpy arrays with at most this many cells in its result (a "
+            "gram, a transposed product) runs as ``numpy.dot``, which lets the backend's "
+            "threads multiply side by side; numpy's ``@`` holds the GIL for such products. "
+            "Larger ones use ``@`` (CPU; 0 always does)."),
     "group_cells_per_row": Option(
         8, "int",
         doc="Group counts are built dense when they have at most this many cells per target "

@@ -33,6 +33,7 @@ array([ 5., 25.])
 
 import numpy as np
 
+from .._config import get_config
 from ._array_api import get_namespace
 
 
@@ -50,9 +51,25 @@ def all_finite(values):
 
 
 def dot(a, b):
-    """``a @ b`` for dense ``a`` and ``b``, at least one of them 2-D (so the product is an
-    array, not a scalar)."""
+    """``a @ b`` for dense ``a`` and ``b``.
+
+    A numpy product of a small result (at most ``small_product_cells`` cells, a setting: a
+    gram, a transposed product, a dot product of two columns) goes through ``numpy.dot``,
+    which releases the GIL while BLAS runs; numpy's ``matmul`` holds it for such products,
+    so that the products of the backend's threads would run one after the other. A larger
+    product stays with ``matmul``, which releases the GIL for it too and keeps a
+    column-major matrix times a vector on BLAS, where ``numpy.dot`` does not.
+    """
+    if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            and _cells(a, b) <= get_config()["small_product_cells"]
+            and (b.ndim == 2 or a.ndim == 1 or a.flags.c_contiguous)):
+        return np.dot(a, b)
     return a @ b
+
+
+def _cells(a, b):
+    """The number of cells of ``a @ b``."""
+    return (a.shape[0] if a.ndim == 2 else 1) * (b.shape[-1] if b.ndim == 2 else 1)
 
 
 def scale_rows(y, weights):
@@ -78,7 +95,7 @@ def weighted_gram(s, weights=None):
         xp = get_namespace(s)
         if bool(xp.all(weights >= 0)):
             s, weights = scale_rows(s, xp.sqrt(weights)), None
-    return s.T @ scale_rows(s, weights)
+    return dot(s.T, scale_rows(s, weights))
 
 
 def column_sums(s, weights=None):

@@ -216,26 +216,57 @@ def scatter_add_rows(y, row_map, weights=None, out=None):
     labels), sparse otherwise. ``out``, a dense array of the result's shape, has the result
     added to it, and is returned.
 
-    A dense ``y`` of at most ``bincount_max_columns`` columns (a setting) is scattered a
-    column at a time with ``np.bincount``: one pass over the row map per column beats the CSC
-    product at that width, and needs no ``I.T`` (``benchmarks/ops.py`` times ``T.T @ y``).
-    Column-major operands always go a column at a time: scipy would copy them to row-major
-    first.
+    A dense ``y`` is multiplied by ``I.T`` held as CSC (built once, kept on the map). A
+    row-major ``y`` of more than ``column_scatter_max_columns`` columns (a setting) goes in
+    one product; any other a column at a time (:func:`_columns_times`), which reads each
+    column in place, where scipy would copy a column-major operand to row-major first
+    (``benchmarks/ops.py`` times ``T.T @ y``).
     """
     if row_map.indices is None:
         return _added(scale_rows(y, weights), out)
     dtype = np.result_type(y.dtype, np.float32)
-    narrow = y.ndim == 1 or y.shape[1] <= get_config()["bincount_max_columns"]
-    if not sp.issparse(y) and (narrow or not y.flags.c_contiguous):
-        return _bincount_rows(y, row_map, weights, dtype, out)
     if sp.issparse(y) and row_map.n_source * y.shape[1] <= 4 * y.nnz:
         cells = _bincount_cells(sp.coo_matrix(y), row_map, weights).astype(dtype, copy=False)
         return _added(cells, out)
+    if not sp.issparse(y) and (
+            y.ndim == 1 or y.shape[1] <= get_config()["column_scatter_max_columns"]
+            or not y.flags.c_contiguous):
+        return _columns_times(_transposed_indicator(row_map, np.float64), y, weights, dtype,
+                              out)
     it = _transposed_indicator(row_map, dtype)
     if weights is not None:
         data = weights[row_map.indices >= 0] if row_map.has_missing else weights
         it = sp.csc_matrix((np.asarray(data, dtype=dtype), it.indices, it.indptr), shape=it.shape)
     return _added(it @ y, out)
+
+
+def _columns_times(matrix, y, weights, dtype, out=None):
+    """``matrix @ diag(weights) @ y`` for a sparse ``matrix`` of float64 and a dense ``y``,
+    a column of ``y`` at a time, as (matrix rows,) + ``y.shape[1:]`` of ``dtype``, added to
+    ``out`` where given.
+
+    scipy's product of a sparse matrix and a vector reads the column in place, sums in
+    float64 in the order of its rows, and releases the GIL: where ``y`` has at least
+    ``parallel_slice_rows`` rows (a setting), the columns run side by side on the backend's
+    threads.
+    """
+
+    def column(values):
+        return matrix @ (values if weights is None else values * weights)
+
+    if out is None:
+        out = np.zeros((matrix.shape[0],) + y.shape[1:], dtype=dtype)
+    if y.ndim == 1:
+        out += column(y)
+        return out
+    columns = range(y.shape[1])
+    if y.shape[0] >= get_config()["parallel_slice_rows"]:
+        sums = map_in_threads(lambda j: column(y[:, j]), columns)
+    else:
+        sums = (column(y[:, j]) for j in columns)
+    for j, summed in zip(columns, sums):
+        out[:, j] += summed
+    return out
 
 
 def _added(result, out):
@@ -257,39 +288,6 @@ def _present(row_map):
         return rows, indices[rows]
 
     return row_map.cached("present", build)
-
-
-def _bincount_rows(y, row_map, weights, dtype, out=None):
-    present, indices = _present(row_map)
-    weights = None if weights is None else weights[present]
-    return _bincount_columns(y, indices, weights, row_map.n_source, dtype, out, present)
-
-
-def _bincount_columns(y, indices, weights, minlength, dtype, out=None, rows=slice(None)):
-    """Per column of a dense ``y`` (its ``rows``), ``np.bincount(indices, y * weights)``:
-    the (weighted) sums of its rows by index, (minlength,) + ``y.shape[1:]``, added to
-    ``out`` where given. Where there are at least ``parallel_slice_rows`` indices (a
-    setting), the columns run on the backend's threads."""
-
-    def column(values):
-        values = values[rows]
-        values = values if weights is None else values * weights
-        return np.bincount(indices, weights=values, minlength=minlength)
-
-    if out is None:
-        out = np.zeros((minlength,) + y.shape[1:], dtype=dtype)
-    if y.ndim == 1:
-        out += column(y)
-        return out
-    # The columns side by side on threads where they are long: bincount releases the GIL.
-    columns = range(y.shape[1])
-    if len(indices) >= get_config()["parallel_slice_rows"]:
-        sums = map_in_threads(lambda j: column(y[:, j]), columns)
-    else:
-        sums = (column(y[:, j]) for j in columns)
-    for j, summed in zip(columns, sums):
-        out[:, j] += summed
-    return out
 
 
 def _bincount_cells(y, row_map, weights):
@@ -364,20 +362,22 @@ def _target_rows_by_source(row_map):
 
 def one_hot(labels, n_groups, weights=None, dtype=np.float64):
     """``R``: row ``i`` is ``weights[i]`` (or 1) in column ``labels[i]``, as CSR
-    (n x n_groups)."""
+    (n x n_groups); its transpose is CSC, with no sorting."""
     n = len(labels)
+    index = np.int32 if n < np.iinfo(np.int32).max else np.int64
     data = np.ones(n, dtype) if weights is None else np.asarray(weights, dtype=dtype)
-    return sp.csr_matrix((data, labels, np.arange(n + 1)), shape=(n, n_groups))
+    return sp.csr_matrix((data, np.asarray(labels, dtype=index), np.arange(n + 1, dtype=index)),
+                         shape=(n, n_groups))
 
 
 def label_sums(y, labels, n_groups, weights=None):
     """``R.T @ diag(weights) @ y`` for ``R`` the one-hot of ``labels`` and a dense ``y``:
     each group's (weighted) sum of the rows of ``y``, (n_groups,) + ``y.shape[1:]``.
 
-    One ``np.bincount`` per column: one pass over the labels per column, with no one-hot
-    (a column-major ``y`` is read a column at a time in place)."""
-    labels = np.asarray(labels, dtype=np.intp)
-    return _bincount_columns(y, labels, weights, n_groups, np.result_type(y.dtype, np.float32))
+    ``R.T`` (CSC, built without sorting) multiplies ``y`` a column at a time
+    (:func:`_columns_times`: a column-major ``y`` is read in place)."""
+    return _columns_times(one_hot(labels, n_groups).T, y, weights,
+                          np.result_type(y.dtype, np.float32))
 
 
 def group_counts(row_map, labels, n_groups, weights=None, dtype=np.float64):
@@ -529,7 +529,7 @@ def _gram_of_column_pairs(s, weights):
     out = np.empty((s.shape[1], s.shape[1]), dtype=np.result_type(s.dtype, scaled.dtype))
     with one_thread():
         for i, j in zip(*np.triu_indices(s.shape[1])):
-            out[i, j] = out[j, i] = s[:, i] @ scaled[:, j]
+            out[i, j] = out[j, i] = _dense.dot(s[:, i], scaled[:, j])
     return out
 
 

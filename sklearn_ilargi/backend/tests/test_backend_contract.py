@@ -388,11 +388,41 @@ def test_label_sums(be, weighted, dtype, order):
                     np.float32 else 1e-13)
 
 
+@pytest.mark.parametrize("missing", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", ["C", "F", "1-D"])
+def test_scatters_sum_in_float64_in_the_order_of_the_rows(missing, weighted, dtype, order):
+    """The CPU's scatters by row map and by label add each column's (weighted) values in
+    float64, in the order of the target rows, as ``np.bincount`` does: the same bits, also
+    for float32 operands, whose long sums are rounded once."""
+    be = get_backend("cpu")
+    rng = np.random.default_rng(1)
+    n_source, n_target = 5, 3000
+    indices = rng.integers(-1 if missing else 0, n_source, n_target)
+    y = (rng.standard_normal((n_target, 3)) * 1e3 + 1e6).astype(dtype)
+    y = y[:, 0].copy() if order == "1-D" else np.asarray(y, order=order)
+    w = rng.random(n_target) if weighted else None
+    labels = rng.integers(0, 4, n_target)
+    columns = y[:, None] if y.ndim == 1 else y
+    present = indices >= 0
+
+    def bincounts(keys, length, rows=slice(None)):
+        sums = [np.bincount(keys, (c if w is None else c * w)[rows], length) for c in columns.T]
+        return np.column_stack(sums).astype(np.result_type(dtype, np.float32)).reshape(
+            (length,) + y.shape[1:])
+
+    with config_context(column_scatter_max_columns=3):
+        scattered = be.scatter_add_rows(y, make_row_map(be, n_source, indices), w)
+    assert_array_equal(scattered, bincounts(indices[present], n_source, present))
+    assert_array_equal(be.label_sums(y, labels, 4, w), bincounts(labels, 4))
+
+
 @pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_column_bincounts_on_threads_equal_one_thread(case, weighted):
-    """Long enough (``parallel_slice_rows``), the columns of a scatter by bincount run on
-    threads: the same sums, bit for bit, as one after the other."""
+def test_column_scatters_on_threads_equal_one_thread(case, weighted):
+    """Long enough (``parallel_slice_rows``), the columns of a scatter run on threads: the
+    same sums, bit for bit, as one after the other."""
     be = get_backend("cpu")
     n_source, indices = ROW_MAPS[case]
     rng = np.random.default_rng(0)
@@ -412,12 +442,12 @@ def test_column_bincounts_on_threads_equal_one_thread(case, weighted):
 
 
 @pytest.mark.parametrize("case", ["repeats", "misses", "unused_rows"])
-@pytest.mark.parametrize("settings", [dict(bincount_max_columns=0, group_cells_per_row=0),
-                                      dict(bincount_max_columns=100,
+@pytest.mark.parametrize("settings", [dict(column_scatter_max_columns=0, group_cells_per_row=0),
+                                      dict(column_scatter_max_columns=100,
                                            group_cells_per_row=10**6)],
-                         ids=["products, sparse counts", "bincounts, dense counts"])
+                         ids=["products, sparse counts", "columns, dense counts"])
 def test_thresholds_choose_the_path_not_the_result(be, case, settings):
-    """Either side of ``bincount_max_columns`` and ``group_cells_per_row``: the same sums."""
+    """Either side of ``column_scatter_max_columns`` and ``group_cells_per_row``: the same sums."""
     n_source, indices = ROW_MAPS[case]
     ind = indicator(n_source, indices)
     y = operand(ind.shape[0], 4)

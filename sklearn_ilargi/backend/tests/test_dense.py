@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sklearn_ilargi import config_context
 from sklearn_ilargi.backend import _dense
 from sklearn_ilargi.backend._array_api import get_namespace
 
@@ -99,12 +100,19 @@ def test_weighted_gram_of_mixed_dtypes_promotes():
     assert _dense.weighted_gram(s, -w).dtype == np.float64
 
 
-def test_dot_is_the_matrix_product():
-    a, b = operand((4, 3)), operand((3, 2), seed=1)
-    v = operand(3, seed=2)
-    assert_same(_dense.dot(a, b), a @ b)
-    assert_same(_dense.dot(a, v), a @ v)
-    assert_same(_dense.dot(v[None, :], b), v[None, :] @ b)
+@pytest.mark.parametrize("cells", [0, 1 << 16], ids=["matmul", "numpy.dot"])
+def test_dot_is_the_matrix_product(cells, dtype, order):
+    """Either side of ``small_product_cells`` (``numpy.dot`` below it, ``@`` above): the
+    same bits, for every layout, a column-major matrix times a vector included."""
+    a, b = operand((40, 30), dtype, order), operand((30, 20), dtype, order, seed=1)
+    v, u = operand(30, dtype, seed=2), operand(40, dtype, seed=3)
+    with config_context(small_product_cells=cells):
+        assert_same(_dense.dot(a, b), a @ b)
+        assert_same(_dense.dot(a, v), a @ v)
+        assert_same(_dense.dot(a.T, u), a.T @ u)
+        assert_same(_dense.dot(a.T, a), a.T @ a)
+        assert_same(_dense.dot(v[None, :], b), v[None, :] @ b)
+        assert _dense.dot(a[:, 0], a[:, 1]) == a[:, 0] @ a[:, 1]
 
 
 @pytest.mark.parametrize("width", [None, 3])
