@@ -17,7 +17,9 @@ Beyond the array API standard, three habits that numpy and CuPy share are used:
 ``einsum`` in :func:`row_sums_of_squares` (a sum of products without the temporary of the
 products), an index array next to a slice in :func:`add_at_columns` (for columns that do not
 run consecutively), and ``numpy.errstate`` in :func:`all_finite` (which silences numpy's
-overflow warnings and does nothing for other libraries).
+overflow warnings and does nothing for other libraries). One choice is numpy's alone:
+:func:`dot` hands numpy's products of small results to ``numpy.dot``, which releases the GIL
+where ``@`` holds it.
 
 Examples
 --------

@@ -240,7 +240,7 @@ default="k-means++"
                         labels, best[0], self.n_clusters)):
                     best = (labels, inertia, centers, n_iter)
             labels, inertia, centers, n_iter = best
-            distinct = len(np.unique(labels))
+            distinct = int(np.count_nonzero(np.bincount(labels, minlength=self.n_clusters)))
             if distinct < self.n_clusters:
                 warnings.warn(
                     f"Number of distinct clusters ({distinct}) found smaller than n_clusters "
