@@ -233,6 +233,11 @@ OPTIONS = {
             "the others), where the bound decides at least this share of a sample of the "
             "rows, and of each slice of rows; else it computes every distance (above 1: "
             "never)."),
+    "pruned_slice_rows": Option(
+        1 << 16, "int",
+        doc="Rows that K-means' bound (see ``pruned_argmin_min_share``) labels at once: runs "
+            "of consecutive slices of about this many rows, each a few numpy calls over all "
+            "of its rows, whose cost per call would otherwise outweigh their work."),
     "rows_per_gather": Option(
         1 << 15, "count",
         doc="Rows gathered per step where a gather accumulates into its output (CPU)."),

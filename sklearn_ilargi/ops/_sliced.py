@@ -140,20 +140,32 @@ class _ProductSlices:
 
         def reduce_share(share):
             buffers = {}
-            for start, stop in share:
-                if pruning is None or not pruning.labels(start, stop, buffers, columns):
-                    be.column_argmin(self.slice(start, stop, buffers),
-                                     out=(columns[start:stop], smallest[start:stop]))
+            for run in share:
+                if pruning is None or not pruning.labels(run[0][0], run[-1][1], buffers,
+                                                         columns):
+                    for start, stop in run:
+                        be.column_argmin(self.slice(start, stop, buffers),
+                                         out=(columns[start:stop], smallest[start:stop]))
 
+        runs = self._runs(1 if pruning is None else get_config()["pruned_slice_rows"])
         threaded = self.n_rows >= get_config()["parallel_slice_rows"]
-        n_threads = max(1, min(be.threads() if threaded else 1, len(self.bounds)))
-        shares = [self.bounds[i::n_threads] for i in range(n_threads)]
+        n_threads = max(1, min(be.threads() if threaded else 1, len(runs)))
+        shares = [runs[i::n_threads] for i in range(n_threads)]
         if n_threads > 1:
             be.map_in_threads(reduce_share, shares)
         else:
             with be.one_thread():  # a slice's product is too small to share out
                 reduce_share(shares[0])
         return columns, smallest if values else None
+
+    def _runs(self, rows):
+        """The slices in runs of consecutive ones of about ``rows`` rows (at least one slice
+        each). The bound labels a run at once: its few calls over all of the run's rows would
+        cost more than their work slice by slice; a run it does not decide is computed a
+        slice at a time."""
+        step = self.bounds[0][1] - self.bounds[0][0] if self.bounds else 1
+        length = max(1, rows // step)
+        return [self.bounds[i:i + length] for i in range(0, len(self.bounds), length)]
 
     def slice(self, start, stop, buffers):
         """The slice of rows ``start:stop`` in a buffer of ``buffers``, reused by the next.

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,11 +42,12 @@ def star(rng, *, n_dim=30, tuple_ratio=8, c_fact=2, c_dim=4, spread=5.0, offset=
     return NormalizedMatrix.from_matrices([fact, dim], [np.arange(n), rows])
 
 
-def argmin(nm, centers, min_share, values=True):
+def argmin(nm, centers, min_share, values=True, run_rows=1 << 17):
     W = (-2.0 * centers.T).astype(nm.dtype)
     bias = (centers**2).sum(axis=1).astype(nm.dtype)
     with config_context(pruned_argmin_min_share=min_share, slice_working_memory=0.01,
-                        parallel_slice_rows=0):  # many slices, on the threads
+                        parallel_slice_rows=0,  # many slices, on the threads
+                        pruned_slice_rows=run_rows):
         return ops.argmin_of_product(nm, W, bias, values=values)
 
 
@@ -53,9 +55,10 @@ def argmin(nm, centers, min_share, values=True):
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6),
        spread=st.sampled_from([0.0, 1.0, 5.0, 50.0]), offset=st.sampled_from([0.0, 1e6]),
        sparse=st.booleans(), missing=st.booleans(), discrete=st.booleans(),
-       duplicate=st.booleans(), float32=st.booleans(), fact_offset=st.booleans())
+       duplicate=st.booleans(), float32=st.booleans(), fact_offset=st.booleans(),
+       run_rows=st.sampled_from([1, 60, 1 << 17]))
 def test_the_bound_keeps_the_full_argmin(seed, k, spread, offset, sparse, missing, discrete,
-                                         duplicate, float32, fact_offset):
+                                         duplicate, float32, fact_offset, run_rows):
     # Offsets of 1e6 on the dimension alone leave the bound within rounding of its gaps.
     rng = np.random.default_rng(seed)
     nm = star(rng, spread=spread, offset=offset, sparse=sparse, missing=missing,
@@ -66,9 +69,12 @@ def test_the_bound_keeps_the_full_argmin(seed, k, spread, offset, sparse, missin
         centers[-1] = centers[0]
     full = argmin(nm, centers, NEVER)
     assert_array_equal(argmin(nm, centers, ALWAYS)[1], full[1])
-    labels, smallest = argmin(nm, centers, ALWAYS, values=False)
+    # The bound over runs of slices (one slice each, several, all), on the threads.
+    labels, smallest = argmin(nm, centers, ALWAYS, values=False, run_rows=run_rows)
     assert smallest is None
     assert_array_equal(labels, full[0])
+    # A bound that decides too few of a run's rows computes its slices in full.
+    assert_array_equal(argmin(nm, centers, 0.9, values=False, run_rows=run_rows)[0], full[0])
     if duplicate and k > 1:
         assert not np.any(full[0] == k - 1)  # the tie goes to the lowest index
 
@@ -84,6 +90,26 @@ def test_the_bound_labels_most_samples_of_clusters_that_the_dimension_separates(
     assert pruning.decided(0, len(T), {}).mean() > 0.9
     expected = ((T[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
     assert_array_equal(argmin(nm, centers, ALWAYS, values=False)[0], expected)
+
+
+@pytest.mark.parametrize("run_rows", [1, 300, 1 << 17],
+                         ids=["a slice a run", "two slices a run", "one run"])
+def test_runs_the_bound_does_not_decide_are_computed_in_full(run_rows):
+    """The last rows' fact parts are too long for the bound (slices of 145 rows here): their
+    runs fall back to the full argmin a slice at a time, the others take the bound's labels
+    (a run of them all, decided for 70% of its rows, takes the bound's labels too)."""
+    rng = np.random.default_rng(3)
+    nm = star(rng, n_dim=30, tuple_ratio=40, spread=50.0)
+    fact = nm.blocks[0].source.copy()
+    fact[:840] *= 0.01
+    fact[840:] *= 1e4
+    nm = NormalizedMatrix.from_matrices([fact, nm.blocks[1].source],
+                                        [np.arange(len(fact)), nm.blocks[1].row_map.indices])
+    T = nm.toarray()
+    groups = np.round(T[:, 2] / 50)
+    centers = np.array([T[groups == g].mean(axis=0) for g in np.unique(groups)])
+    expected = ((T[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert_array_equal(argmin(nm, centers, 0.6, values=False, run_rows=run_rows)[0], expected)
 
 
 def test_the_bound_does_not_apply_to_a_left_join_or_two_dimensions():
