@@ -72,7 +72,7 @@ def group_sums(nm, labels, n_groups, sample_weight=None):
     A block with a row per target row (the fact table), or whose source is taller than the
     target (a selection of a table's rows, ``X[rows]``, whose rows are gathered: the counts
     would take a row per source row), has its rows scattered by label instead when they are
-    dense (``be.label_sums``: a bincount per column of a column-major source), and
+    dense (``be.label_sums``: a column at a time, a column-major source read in place), and
     multiplied by the target's one-hot when they are sparse.
 
     Parameters
